@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian 12 packages the build and the tests need. Idempotent: a package that
+# is already installed is not fetched again, and apt-get update runs only when something is missing.
+set -euo pipefail
+
+packages=(
+    g++ cmake ninja-build pkg-config
+    libboost-dev libprotobuf-dev protobuf-compiler librocksdb-dev libfmt-dev catch2
+    clang-format nlohmann-json3-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps.sh: missing packages: ${missing[*]}; run as root or install them with apt-get" >&2
+    exit 1
+fi
+echo "deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
