@@ -10,18 +10,18 @@ namespace raftlock {
 
 }  // namespace raftlock
 
-#define RL_ASSERT(cond)                                                \
-    do {                                                               \
-        if (!(cond)) [[unlikely]] {                                    \
+#define RL_ASSERT(cond)                                             \
+    do {                                                            \
+        if (!(cond)) [[unlikely]] {                                 \
             ::raftlock::assert_fail(#cond, __FILE__, __LINE__, ""); \
-        }                                                              \
+        }                                                           \
     } while (0)
 
-#define RL_ASSERT_MSG(cond, message)                                        \
-    do {                                                                    \
-        if (!(cond)) [[unlikely]] {                                         \
+#define RL_ASSERT_MSG(cond, message)                                       \
+    do {                                                                   \
+        if (!(cond)) [[unlikely]] {                                        \
             ::raftlock::assert_fail(#cond, __FILE__, __LINE__, (message)); \
-        }                                                                   \
+        }                                                                  \
     } while (0)
 
 #define RL_PANIC(message) ::raftlock::assert_fail("panic", __FILE__, __LINE__, (message))

@@ -32,7 +32,7 @@ struct Config {
     // Seed of the core's private PRNG (election jitter). The only randomness in the core.
     uint64_t seed = 1;
 
-    bool pre_vote = true;     // thesis §9.6: a partitioned node cannot disrupt a stable leader
+    bool pre_vote = true;      // thesis §9.6: a partitioned node cannot disrupt a stable leader
     bool check_quorum = true;  // thesis §6.2: a leader without a quorum for a timeout steps down
 
     // The last index the application has applied, when restarting (0 for a new node).

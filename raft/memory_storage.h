@@ -14,7 +14,8 @@ public:
     MemoryStorage();
 
     InitialState initial_state() const override;
-    StorageResult<std::vector<Entry>> entries(Index lo, Index hi,
+    StorageResult<std::vector<Entry>> entries(Index lo,
+                                              Index hi,
                                               uint64_t max_bytes) const override;
     StorageResult<Term> term(Index i) const override;
     Index first_index() const override;
@@ -31,7 +32,8 @@ public:
     bool apply_snapshot(const Snapshot& snapshot);
     // Records a snapshot of the application state at `index` (<= last index, > snapshot index).
     void create_snapshot(Index index, const ConfState& conf_state, std::string data);
-    // Discards entries before `compact_index` (which must be <= last index).
+    // Discards entries up to and including `compact_index` (<= last index), which should be
+    // covered by the snapshot; its term is kept, so first_index() becomes compact_index + 1.
     void compact(Index compact_index);
 
 private:

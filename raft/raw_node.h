@@ -31,10 +31,10 @@ namespace raftlock::raft {
 class Raft;
 
 struct Ready {
-    std::optional<SoftState> soft_state;  // set when leader or role changed
-    std::optional<HardState> hard_state;  // set when it changed; persist before `messages`
-    std::vector<Entry> entries;           // append to stable storage
-    std::optional<Snapshot> snapshot;     // persist and apply (a follower caught up by snapshot)
+    std::optional<SoftState> soft_state;   // set when leader or role changed
+    std::optional<HardState> hard_state;   // set when it changed; persist before `messages`
+    std::vector<Entry> entries;            // append to stable storage
+    std::optional<Snapshot> snapshot;      // persist and apply (a follower caught up by snapshot)
     std::vector<Entry> committed_entries;  // apply in order
     std::vector<ReadState> read_states;
     std::vector<Message> messages;        // send after the state above is durable
@@ -111,6 +111,7 @@ public:
 
 private:
     std::unique_ptr<Raft> raft_;
+    bool ready_outstanding_ = false;
     SoftState prev_soft_state_;
     HardState prev_hard_state_;
 };

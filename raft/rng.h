@@ -26,7 +26,9 @@ public:
         return next() % bound;
     }
     // True with probability numerator / denominator.
-    bool chance(uint64_t numerator, uint64_t denominator) { return uniform(denominator) < numerator; }
+    bool chance(uint64_t numerator, uint64_t denominator) {
+        return uniform(denominator) < numerator;
+    }
 
 private:
     uint64_t state_;

@@ -28,7 +28,8 @@ public:
     // Entries in [lo, hi), at most `max_bytes` of them by entry_size_bytes() but always at least
     // one when lo < hi. Preconditions: first_index() <= lo <= hi <= last_index() + 1; otherwise
     // kCompacted (lo below first index) or kUnavailable (hi above).
-    virtual StorageResult<std::vector<Entry>> entries(Index lo, Index hi,
+    virtual StorageResult<std::vector<Entry>> entries(Index lo,
+                                                      Index hi,
                                                       uint64_t max_bytes) const = 0;
 
     // Term of entry i for first_index() - 1 <= i <= last_index() (the entry just before the first

@@ -8,10 +8,10 @@
 //   message  1->2 MsgApp term=3 log=2/17 commit=18 entries=[3/18 "x"]
 //   hard     term=3 vote=1 commit=18
 
-#include <fmt/format.h>
-
 #include <string>
 #include <string_view>
+
+#include <fmt/format.h>
 
 #include "raft/raw_node.h"
 #include "raft/types.h"
@@ -38,13 +38,13 @@ std::string quote_bytes(std::string_view bytes, size_t max_bytes = 40);
 
 }  // namespace raftlock::raft
 
-#define RAFTLOCK_TEXT_FORMATTER(Type)                                                         \
-    template <>                                                                               \
-    struct fmt::formatter<Type> : fmt::formatter<std::string_view> {                          \
-        auto format(const Type& value, fmt::format_context& ctx) const {                      \
+#define RAFTLOCK_TEXT_FORMATTER(Type)                                                           \
+    template <>                                                                                 \
+    struct fmt::formatter<Type> : fmt::formatter<std::string_view> {                            \
+        auto format(const Type& value, fmt::format_context& ctx) const {                        \
             return fmt::formatter<std::string_view>::format(::raftlock::raft::to_string(value), \
-                                                            ctx);                             \
-        }                                                                                     \
+                                                            ctx);                               \
+        }                                                                                       \
     }
 
 RAFTLOCK_TEXT_FORMATTER(raftlock::raft::MessageType);

@@ -69,8 +69,8 @@ struct ConfChange {
 };
 
 struct SnapshotMetadata {
-    Index index = 0;  // last entry covered by the snapshot
-    Term term = 0;    // its term
+    Index index = 0;       // last entry covered by the snapshot
+    Term term = 0;         // its term
     ConfState conf_state;  // the configuration in effect at `index`
 
     friend bool operator==(const SnapshotMetadata&, const SnapshotMetadata&) = default;
@@ -93,9 +93,9 @@ enum class MessageType : uint8_t {
     kVoteResponse,
     kPreVote,  // pre-candidate -> all: "would you vote for me?" (thesis §9.6); changes no state
     kPreVoteResponse,
-    kSnapshot,          // leader -> follower: one chunk of InstallSnapshot
-    kSnapshotResponse,  // follower -> leader: bytes of the snapshot received so far
-    kReadIndex,         // follower -> leader: forwarded ReadIndex request
+    kSnapshot,           // leader -> follower: one chunk of InstallSnapshot
+    kSnapshotResponse,   // follower -> leader: bytes of the snapshot received so far
+    kReadIndex,          // follower -> leader: forwarded ReadIndex request
     kReadIndexResponse,  // leader -> follower: the read index for the request's context
     kTransferLeader,     // follower -> leader: forwarded leadership transfer request
     kTimeoutNow,         // leader -> transferee: start an election now (thesis §3.10)
@@ -109,8 +109,8 @@ struct Message {
     NodeId to = kNoNode;
     Term term = 0;  // 0 only for kPropose/kReadIndex/kTransferLeader, which carry no term
 
-    // kAppend: term/index of the entry before `entries`. kVote/kPreVote: the candidate's last entry.
-    // kAppendResponse: on success the follower's match index; on reject the rejected index.
+    // kAppend: term/index of the entry before `entries`. kVote/kPreVote: the candidate's last
+    // entry. kAppendResponse: on success the follower's match index; on reject the rejected index.
     Term log_term = 0;
     Index index = 0;
     std::vector<Entry> entries;
@@ -122,6 +122,7 @@ struct Message {
     // follower's last index, with `log_term` = its term there (fast back-off, thesis §5.3).
     Index reject_hint = 0;
 
+    // kTransferLeader: the transferee is carried in `index`.
     // kVote/kPreVote sent because of a leadership transfer: overrides leader stickiness.
     bool transfer = false;
 
@@ -159,11 +160,11 @@ struct SoftState {
 };
 
 enum class ErrorCode : uint8_t {
-    kProposalDropped,   // no leader known, a transfer is in progress, or the budget is used up
+    kProposalDropped,     // no leader known, a transfer is in progress, or the budget is used up
     kConfChangeRejected,  // another change is pending, the leader has not committed in its term...
     kInvalidArgument,
-    kCompacted,        // storage: the requested index is below the first available entry
-    kUnavailable,      // storage: the requested index is above the last entry
+    kCompacted,    // storage: the requested index is below the first available entry
+    kUnavailable,  // storage: the requested index is above the last entry
     kSnapshotTemporarilyUnavailable,  // storage: no snapshot yet; the leader retries later
 };
 

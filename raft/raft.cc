@@ -1,0 +1,394 @@
+#include "raft/raft.h"
+
+#include <algorithm>
+
+#include "raft/assert.h"
+#include "raft/conf_change.h"
+#include "raft/text.h"
+
+namespace raftlock::raft {
+
+namespace {
+
+// Messages that carry no term: requests a follower forwards to its leader on behalf of a client.
+bool is_forwarded(MessageType type) {
+    return type == MessageType::kPropose || type == MessageType::kReadIndex ||
+           type == MessageType::kTransferLeader;
+}
+
+// Messages a leader may send before its own log write is durable (thesis §10.2.1): they promise
+// nothing about the sender's persisted state; the leader counts itself toward a commit quorum
+// only once its entries are durable.
+bool is_leader_replication(MessageType type) {
+    return type == MessageType::kAppend || type == MessageType::kHeartbeat ||
+           type == MessageType::kSnapshot || type == MessageType::kTimeoutNow ||
+           type == MessageType::kReadIndexResponse;
+}
+
+}  // namespace
+
+Raft::Raft(const Config& config, const Storage& storage)
+    : cfg_(config),
+      id_(config.id),
+      rng_(config.seed),
+      log_(storage, config.max_committed_size_per_ready_bytes),
+      tracker_(config.max_inflight_msgs) {
+    Status valid = config.validate();
+    RL_ASSERT_MSG(valid.ok(), valid.message().c_str());
+
+    const InitialState initial = storage.initial_state();
+    base_conf_ = initial.snapshot_meta.conf_state;
+    const HardState& hs = initial.hard_state;
+    RL_ASSERT_MSG(hs.commit <= log_.last_index(), "stored commit index beyond the stored log");
+    current_term_ = hs.term;
+    voted_for_ = hs.vote;
+    log_.commit_to(hs.commit);
+    if (config.applied > 0) {
+        RL_ASSERT_MSG(config.applied <= log_.committed(), "applied index beyond the commit index");
+        log_.applied_to(std::max(config.applied, log_.applied()));
+    }
+    load_config_from_log();
+    become_follower(current_term_, kNoNode);
+}
+
+void Raft::reset(Term term) {
+    if (term != current_term_) {
+        current_term_ = term;
+        voted_for_ = kNoNode;
+    }
+    leader_id_ = kNoNode;
+    election_elapsed_ = 0;
+    heartbeat_elapsed_ = 0;
+    reset_randomized_election_timeout();
+    abort_leader_transfer();
+    tracker_.reset_votes();
+    const Index next = log_.last_index() + 1;
+    for (auto& [id, pr] : tracker_.all()) {
+        const bool learner = pr.learner;
+        pr = Progress(cfg_.max_inflight_msgs);
+        pr.learner = learner;
+        pr.next = next;
+        if (id == id_) {
+            pr.match = log_.last_stable_index();
+        }
+    }
+    // Conservative: the uncommitted tail may hold a configuration entry of an earlier term, so
+    // no change is accepted until everything up to here is committed.
+    pending_conf_index_ = log_.last_index();
+    uncommitted_bytes_ = 0;
+    pending_reads_.clear();
+    deferred_reads_.clear();
+    read_round_in_flight_ = false;
+}
+
+void Raft::reset_randomized_election_timeout() {
+    randomized_election_timeout_ =
+        cfg_.election_tick +
+        static_cast<int>(rng_.uniform(static_cast<uint64_t>(cfg_.election_tick)));
+}
+
+void Raft::become_follower(Term term, NodeId leader) {
+    reset(term);
+    leader_id_ = leader;
+    role_ = Role::kFollower;
+}
+
+void Raft::become_pre_candidate() {
+    RL_ASSERT_MSG(role_ != Role::kLeader, "leader cannot become pre-candidate");
+    // PreVote changes neither term nor vote (thesis §9.6).
+    tracker_.reset_votes();
+    leader_id_ = kNoNode;
+    role_ = Role::kPreCandidate;
+}
+
+void Raft::become_candidate() {
+    RL_ASSERT_MSG(role_ != Role::kLeader, "leader cannot become candidate");
+    reset(current_term_ + 1);
+    voted_for_ = id_;
+    role_ = Role::kCandidate;
+}
+
+void Raft::become_leader() {
+    RL_ASSERT_MSG(role_ == Role::kCandidate, "only a candidate becomes leader");
+    reset(current_term_);
+    leader_id_ = id_;
+    role_ = Role::kLeader;
+    if (Progress* self = tracker_.progress(id_)) {
+        self->become_replicate();
+        self->match = log_.last_stable_index();
+        self->next = log_.last_index() + 1;
+        self->recent_active = true;
+    }
+#ifdef RAFTLOCK_NEGATIVE_CONTROLS
+    if (cfg_.negative_controls.commit_earlier_terms_by_counting) {
+        return;
+    }
+#endif
+    // Raft §5.4.2 / §8: an empty entry of the new term, so entries of earlier terms become
+    // committed (indirectly) and the leader learns the commit index.
+    std::vector<Entry> noop(1);
+    append_entries(std::move(noop));
+}
+
+bool Raft::promotable() const {
+    return tracker_.is_voter(id_);
+}
+
+bool Raft::committed_in_current_term() const {
+    return log_.term(log_.committed()) == current_term_;
+}
+
+void Raft::tick() {
+    if (role_ == Role::kLeader) {
+        tick_heartbeat();
+    } else {
+        tick_election();
+    }
+}
+
+void Raft::tick_election() {
+    ++election_elapsed_;
+    if (promotable() && election_elapsed_ >= randomized_election_timeout_) {
+        election_elapsed_ = 0;
+        hup(/*transfer=*/false);
+    }
+}
+
+void Raft::tick_heartbeat() {
+    ++heartbeat_elapsed_;
+    ++election_elapsed_;
+    if (election_elapsed_ >= cfg_.election_tick) {
+        election_elapsed_ = 0;
+        if (cfg_.check_quorum) {
+            check_quorum_tick();
+            if (role_ != Role::kLeader) {
+                return;
+            }
+        }
+        // A transfer that did not finish within an election timeout is abandoned (§3.10).
+        abort_leader_transfer();
+    }
+    if (heartbeat_elapsed_ >= cfg_.heartbeat_tick) {
+        heartbeat_elapsed_ = 0;
+        bcast_heartbeat();
+        resend_stalled_snapshots();
+    }
+}
+
+void Raft::send(Message m) {
+    m.from = id_;
+    if (is_forwarded(m.type)) {
+        m.term = 0;
+    } else if (m.term == 0) {
+        m.term = current_term_;
+    }
+    bool early = is_forwarded(m.type) || (role_ == Role::kLeader && is_leader_replication(m.type));
+#ifdef RAFTLOCK_NEGATIVE_CONTROLS
+    if (cfg_.negative_controls.reply_vote_before_persist &&
+        (m.type == MessageType::kVoteResponse || m.type == MessageType::kPreVoteResponse)) {
+        early = true;
+    }
+#endif
+    (early ? early_msgs_ : msgs_).push_back(std::move(m));
+}
+
+void Raft::step(Message m) {
+    if (m.to != id_ || m.from == kNoNode || m.from == id_) {
+        return;  // misaddressed: a confused peer must not confuse us
+    }
+    if (!step_term(m)) {
+        return;
+    }
+    if (m.type == MessageType::kVote || m.type == MessageType::kPreVote) {
+        handle_vote_request(m);
+        return;
+    }
+    switch (role_) {
+        case Role::kLeader:
+            step_leader(m);
+            break;
+        case Role::kCandidate:
+        case Role::kPreCandidate:
+            step_candidate(m);
+            break;
+        case Role::kFollower:
+            step_follower(m);
+            break;
+    }
+}
+
+bool Raft::step_term(const Message& m) {
+    if (m.term == 0) {
+        return is_forwarded(m.type);
+    }
+    const bool vote_request = m.type == MessageType::kVote || m.type == MessageType::kPreVote;
+    if (m.term > current_term_) {
+        if (vote_request) {
+            // Leader stickiness (thesis §4.2.3): while we hear from a leader, a node that merely
+            // timed out (partitioned, or removed) cannot depose it; a transfer may.
+            const bool in_lease = cfg_.check_quorum && leader_id_ != kNoNode &&
+                                  election_elapsed_ < cfg_.election_tick;
+            if (in_lease && !m.transfer) {
+                return false;
+            }
+        }
+        if (m.type == MessageType::kPreVote) {
+            return true;  // a PreVote never changes our term
+        }
+        if (m.type == MessageType::kPreVoteResponse && !m.reject) {
+            return true;  // granted for the term we would campaign in; not a newer leader
+        }
+        const bool from_leader = m.type == MessageType::kAppend ||
+                                 m.type == MessageType::kHeartbeat ||
+                                 m.type == MessageType::kSnapshot;
+        become_follower(m.term, from_leader ? m.from : kNoNode);
+        return true;
+    }
+    if (m.term < current_term_) {
+        if ((cfg_.check_quorum || cfg_.pre_vote) &&
+            (m.type == MessageType::kAppend || m.type == MessageType::kHeartbeat)) {
+            // A stale leader (e.g. healed from a partition) learns our term and steps down;
+            // with PreVote it could otherwise go on forever, as we never campaign against it.
+            send(Message{.type = MessageType::kAppendResponse, .to = m.from});
+        } else if (m.type == MessageType::kPreVote) {
+            send(Message{.type = MessageType::kPreVoteResponse, .to = m.from, .reject = true});
+        }
+        return false;
+    }
+    return true;
+}
+
+void Raft::step_leader(Message& m) {
+    switch (m.type) {
+        case MessageType::kPropose:
+            (void)append_proposal(std::move(m.entries));
+            break;
+        case MessageType::kReadIndex:
+            handle_read_index(m.from, std::move(m.context));
+            break;
+        case MessageType::kAppendResponse:
+            handle_append_response(m);
+            break;
+        case MessageType::kHeartbeatResponse:
+            handle_heartbeat_response(m);
+            break;
+        case MessageType::kSnapshotResponse:
+            handle_snapshot_response(m);
+            break;
+        case MessageType::kTransferLeader:
+            handle_transfer_leader(m.index);
+            break;
+        default:
+            break;  // e.g. a late vote response: nothing to do
+    }
+}
+
+void Raft::step_candidate(Message& m) {
+    switch (m.type) {
+        case MessageType::kAppend:
+            become_follower(m.term, m.from);
+            handle_append_entries(m);
+            break;
+        case MessageType::kHeartbeat:
+            become_follower(m.term, m.from);
+            handle_heartbeat(m);
+            break;
+        case MessageType::kSnapshot:
+            become_follower(m.term, m.from);
+            handle_snapshot_chunk(m);
+            break;
+        case MessageType::kVoteResponse:
+        case MessageType::kPreVoteResponse:
+            handle_vote_response(m);
+            break;
+        default:
+            break;  // proposals and reads are dropped while there is no leader
+    }
+}
+
+void Raft::step_follower(Message& m) {
+    switch (m.type) {
+        case MessageType::kPropose:
+        case MessageType::kReadIndex:
+        case MessageType::kTransferLeader:
+            // Only requests from this node's own clients are forwarded (at most one hop).
+            break;
+        case MessageType::kAppend:
+            election_elapsed_ = 0;
+            leader_id_ = m.from;
+            handle_append_entries(m);
+            break;
+        case MessageType::kHeartbeat:
+            election_elapsed_ = 0;
+            leader_id_ = m.from;
+            handle_heartbeat(m);
+            break;
+        case MessageType::kSnapshot:
+            election_elapsed_ = 0;
+            leader_id_ = m.from;
+            handle_snapshot_chunk(m);
+            break;
+        case MessageType::kTimeoutNow:
+            // The leader hands over: campaign at once, skipping PreVote (thesis §3.10).
+            hup(/*transfer=*/true);
+            break;
+        case MessageType::kReadIndexResponse:
+            read_states_.push_back(ReadState{m.index, std::move(m.context)});
+            break;
+        default:
+            break;
+    }
+}
+
+Status Raft::propose(std::string data) {
+    std::vector<Entry> entries(1);
+    entries[0].data = std::move(data);
+    if (role_ == Role::kLeader) {
+        return append_proposal(std::move(entries));
+    }
+    if (role_ == Role::kFollower && leader_id_ != kNoNode) {
+        send(Message{
+            .type = MessageType::kPropose, .to = leader_id_, .entries = std::move(entries)});
+        return Status();
+    }
+    return Status(ErrorCode::kProposalDropped, "no leader is known");
+}
+
+void Raft::transfer_leadership(NodeId transferee) {
+    if (role_ == Role::kLeader) {
+        handle_transfer_leader(transferee);
+    } else if (role_ == Role::kFollower && leader_id_ != kNoNode) {
+        send(Message{.type = MessageType::kTransferLeader, .to = leader_id_, .index = transferee});
+    }
+}
+
+void Raft::on_persisted(Index index, Term term, Index snapshot_index) {
+    if (snapshot_index > 0) {
+        log_.stable_snap_to(snapshot_index);
+    }
+    if (index > 0) {
+        log_.stable_to(index, term);
+    }
+    if (role_ != Role::kLeader) {
+        return;
+    }
+    // The leader counts itself toward a quorum only for entries on its own disk.
+    Progress* self = tracker_.progress(id_);
+    if (self != nullptr && self->maybe_update(log_.last_stable_index()) && maybe_commit() &&
+        role_ == Role::kLeader) {
+        bcast_append();
+    }
+}
+
+void Raft::on_applied(Index applied, const std::vector<Entry>& applied_entries) {
+    log_.applied_to(applied);
+    if (role_ != Role::kLeader) {
+        return;
+    }
+    for (const Entry& e : applied_entries) {
+        const uint64_t bytes = e.data.empty() ? 0 : entry_size_bytes(e);
+        uncommitted_bytes_ = bytes > uncommitted_bytes_ ? 0 : uncommitted_bytes_ - bytes;
+    }
+}
+
+}  // namespace raftlock::raft
