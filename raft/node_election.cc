@@ -87,7 +87,7 @@ void Raft::handle_vote_response(const Message& m) {
                 campaign(/*pre_vote=*/false, /*transfer=*/false);
             } else {
                 become_leader();
-                bcast_append();
+                request_bcast();
             }
             break;
         case VoteResult::kLost:

@@ -59,7 +59,7 @@ Status Raft::append_proposal(std::vector<Entry>&& entries) {
         }
     }
     append_entries(std::move(entries));
-    bcast_append();
+    request_bcast();
     return Status();
 }
 
@@ -102,6 +102,15 @@ void Raft::send_append_all(NodeId to, bool send_if_empty) {
         if (pr == nullptr || pr->state != ProgressState::kReplicate ||
             pr->next > log_.last_index()) {
             return;
+        }
+    }
+}
+
+void Raft::flush() {
+    if (bcast_pending_) {
+        bcast_pending_ = false;
+        if (role_ == Role::kLeader) {
+            bcast_append();
         }
     }
 }
@@ -242,7 +251,7 @@ void Raft::handle_append_response(const Message& m) {
         if (role_ != Role::kLeader) {
             return;  // the commit removed this leader from the configuration
         }
-        bcast_append();
+        request_bcast();
     } else {
         send_append_all(m.from);
     }

@@ -76,6 +76,7 @@ void Raft::reset(Term term) {
     // no change is accepted until everything up to here is committed.
     pending_conf_index_ = log_.last_index();
     uncommitted_bytes_ = 0;
+    bcast_pending_ = false;
     pending_reads_.clear();
     deferred_reads_.clear();
     read_round_in_flight_ = false;
@@ -376,7 +377,7 @@ void Raft::on_persisted(Index index, Term term, Index snapshot_index) {
     Progress* self = tracker_.progress(id_);
     if (self != nullptr && self->maybe_update(log_.last_stable_index()) && maybe_commit() &&
         role_ == Role::kLeader) {
-        bcast_append();
+        request_bcast();
     }
 }
 

@@ -44,12 +44,21 @@ public:
     void on_applied(Index applied, const std::vector<Entry>& applied_entries);
 
     // Outputs, taken by RawNode.
-    std::vector<Message> take_messages() { return std::exchange(msgs_, {}); }
-    std::vector<Message> take_early_messages() { return std::exchange(early_msgs_, {}); }
+    // Both flush() first, so callers always see the coalesced appends.
+    std::vector<Message> take_messages() {
+        flush();
+        return std::exchange(msgs_, {});
+    }
+    std::vector<Message> take_early_messages() {
+        flush();
+        return std::exchange(early_msgs_, {});
+    }
     std::vector<ReadState> take_read_states() { return std::exchange(read_states_, {}); }
     bool has_output() const {
-        return !msgs_.empty() || !early_msgs_.empty() || !read_states_.empty();
+        return bcast_pending_ || !msgs_.empty() || !early_msgs_.empty() || !read_states_.empty();
     }
+    // Sends the appends and commit updates coalesced since the last call (see bcast_pending_).
+    void flush();
 
     NodeId id() const { return id_; }
     Term term() const { return current_term_; }
@@ -110,6 +119,10 @@ private:
     // Sends as many appends as flow control allows (one when probing).
     void send_append_all(NodeId to, bool send_if_empty = false);
     void bcast_append();
+    // Batching: new entries and commit advances only mark a broadcast as pending; flush() sends
+    // one AppendEntries per follower covering everything accumulated since, when the application
+    // next takes a Ready. Thousands of proposals between two Readies cost one message each way.
+    void request_bcast() { bcast_pending_ = role_ == Role::kLeader; }
     void send_heartbeat(NodeId to);
     void bcast_heartbeat();
     bool maybe_commit();
@@ -176,6 +189,7 @@ private:
 
     IncomingSnapshot incoming_snapshot_;
 
+    bool bcast_pending_ = false;
     std::vector<Message> msgs_;
     std::vector<Message> early_msgs_;
     std::vector<ReadState> read_states_;

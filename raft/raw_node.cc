@@ -56,6 +56,7 @@ bool RawNode::has_ready() const {
 Ready RawNode::ready() {
     RL_ASSERT_MSG(!ready_outstanding_, "ready() called again before advance()");
     ready_outstanding_ = true;
+    raft_->flush();  // before reading the log state, so the Ready is consistent
     Ready rd;
     const SoftState soft = raft_->soft_state();
     if (soft != prev_soft_state_) {
