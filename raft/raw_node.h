@@ -15,7 +15,9 @@
 //              5. advance(ready).
 //
 // Ready.entries may start at or below the last stored index: the stored log from that index on is
-// replaced (conflict truncation). See docs/raft.md for the guarantees.
+// replaced (conflict truncation). The hard state's commit index may refer to entries of the same
+// Ready, so a store must never make the hard state durable without those entries (one atomic batch,
+// or entries first). See docs/raft.md for the guarantees.
 
 #include <memory>
 #include <optional>
