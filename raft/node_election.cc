@@ -122,14 +122,18 @@ void Raft::handle_transfer_leader(NodeId transferee) {
     }
     abort_leader_transfer();
     // The transfer must finish within an election timeout, or it is abandoned (tick_heartbeat).
-    election_elapsed_ = 0;
+    // It has its own timer: resetting election_elapsed_ would also postpone CheckQuorum, and a
+    // stream of transfer requests could then keep an isolated leader in place.
+    transfer_elapsed_ = 0;
     lead_transferee_ = transferee;
     const Progress* pr = tracker_.progress(transferee);
     RL_ASSERT(pr != nullptr);
     if (pr->match == log_.last_index()) {
         send(Message{.type = MessageType::kTimeoutNow, .to = transferee});
     } else {
-        send_append_all(transferee);
+        // Even with nothing new to send (appends in flight, maybe lost), probe now so a lagging
+        // transferee catches up without waiting for a heartbeat.
+        send_append_all(transferee, /*send_if_empty=*/true);
     }
 }
 

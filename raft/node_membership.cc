@@ -81,6 +81,9 @@ void Raft::on_commit_advanced() {
     }
     // A leader removed (or demoted) by a committed change steps down (thesis §4.2.2).
     if (log_confs_.empty() && !is_voter(base_conf_, id_)) {
+        // Tell the remaining members the change is committed before leaving, so they do not
+        // wait for the next leader to learn it.
+        bcast_append();
         become_follower(current_term_, kNoNode);
         return;
     }

@@ -83,6 +83,7 @@ bool Raft::maybe_send_append(NodeId to, bool send_if_empty) {
     }
     const Index last = entries->empty() ? prev_index : entries->back().index;
     pr->sent_entries(last, !entries->empty());
+    pr->commit_sent = std::max(pr->commit_sent, std::min(log_.committed(), last));
     send(Message{.type = MessageType::kAppend,
                  .to = to,
                  .log_term = *prev_term,
@@ -117,7 +118,9 @@ void Raft::flush() {
 
 void Raft::bcast_append() {
     for (auto& [id, pr] : tracker_.all()) {
-        if (id != id_) {
+        // A peer that was already sent every entry and the current commit index needs nothing.
+        const bool up_to_date = pr.next > log_.last_index() && pr.commit_sent >= log_.committed();
+        if (id != id_ && !up_to_date) {
             send_append_all(id, /*send_if_empty=*/true);
         }
     }
@@ -230,22 +233,22 @@ void Raft::handle_append_response(const Message& m) {
         }
         return;
     }
-    if (!pr->maybe_update(m.index)) {
+    const bool updated = pr->maybe_update(m.index);
+    if (pr->state == ProgressState::kSnapshot) {
+        // An acknowledgement at or past the snapshot, even a repeated one, ends the transfer;
+        // so does the leader's log covering the peer again. If the leader compacted further
+        // meanwhile, the next append finds the gap and starts a transfer of the newer snapshot.
+        if (pr->match < pr->pending_snapshot && pr->match + 1 < log_.first_index()) {
+            return;
+        }
+        pr->become_probe();
+    } else if (!updated) {
         return;  // a stale or duplicate acknowledgement
     }
-    switch (pr->state) {
-        case ProgressState::kProbe:
-            pr->become_replicate();
-            break;
-        case ProgressState::kSnapshot:
-            // Caught up through the snapshot (or no longer needs one): replicate from the log.
-            if (pr->match + 1 >= log_.first_index()) {
-                pr->become_probe();
-            }
-            break;
-        case ProgressState::kReplicate:
-            pr->inflights.free_le(m.index);
-            break;
+    if (updated && pr->state == ProgressState::kProbe) {
+        pr->become_replicate();
+    } else if (pr->state == ProgressState::kReplicate) {
+        pr->inflights.free_le(m.index);
     }
     if (maybe_commit()) {
         if (role_ != Role::kLeader) {

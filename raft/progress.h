@@ -51,6 +51,9 @@ struct Progress {
     bool learner = false;
     Inflights inflights;
 
+    // The highest commit index sent to this peer with entries it holds (or was sent), so a
+    // broadcast can skip peers that already know everything.
+    Index commit_sent = 0;
     // The highest ReadIndex round this peer acknowledged (thesis §6.4).
     uint64_t read_round_acked = 0;
 

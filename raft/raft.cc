@@ -96,8 +96,10 @@ void Raft::become_follower(Term term, NodeId leader) {
 
 void Raft::become_pre_candidate() {
     RL_ASSERT_MSG(role_ != Role::kLeader, "leader cannot become pre-candidate");
-    // PreVote changes neither term nor vote (thesis §9.6).
+    // PreVote changes neither term nor vote (thesis §9.6). Each election attempt draws a new
+    // timeout, so repeated split pre-votes do not stay in lockstep.
     tracker_.reset_votes();
+    reset_randomized_election_timeout();
     leader_id_ = kNoNode;
     role_ = Role::kPreCandidate;
 }
@@ -166,8 +168,9 @@ void Raft::tick_heartbeat() {
                 return;
             }
         }
-        // A transfer that did not finish within an election timeout is abandoned (§3.10).
-        abort_leader_transfer();
+    }
+    if (lead_transferee_ != kNoNode && ++transfer_elapsed_ >= cfg_.election_tick) {
+        abort_leader_transfer();  // not finished within an election timeout (§3.10)
     }
     if (heartbeat_elapsed_ >= cfg_.heartbeat_tick) {
         heartbeat_elapsed_ = 0;
@@ -226,9 +229,12 @@ bool Raft::step_term(const Message& m) {
     if (m.term > current_term_) {
         if (vote_request) {
             // Leader stickiness (thesis §4.2.3): while we hear from a leader, a node that merely
-            // timed out (partitioned, or removed) cannot depose it; a transfer may.
-            const bool in_lease = cfg_.check_quorum && leader_id_ != kNoNode &&
-                                  election_elapsed_ < cfg_.election_tick;
+            // timed out (partitioned, or removed) cannot depose it; a transfer may. A PreVote is
+            // always refused then (thesis §9.6: granted only after an election timeout without a
+            // leader), a real vote only with CheckQuorum (without it the leader might be gone).
+            const bool lease_applies = cfg_.check_quorum || m.type == MessageType::kPreVote;
+            const bool in_lease =
+                lease_applies && leader_id_ != kNoNode && election_elapsed_ < cfg_.election_tick;
             if (in_lease && !m.transfer) {
                 return false;
             }

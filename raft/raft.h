@@ -171,6 +171,7 @@ private:
     int randomized_election_timeout_ = 0;
 
     NodeId lead_transferee_ = kNoNode;
+    int transfer_elapsed_ = 0;
     // Index of the latest configuration entry the leader appended (one change at a time).
     Index pending_conf_index_ = 0;
     uint64_t uncommitted_bytes_ = 0;

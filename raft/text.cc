@@ -273,6 +273,9 @@ std::string to_string(const NodeStatus& st, std::string_view indent) {
                                   indent, st.id, to_string(st.soft_state.role), st.hard_state.term,
                                   st.hard_state.vote, st.hard_state.commit, st.applied,
                                   st.first_index, st.last_index, to_string(st.conf_state));
+    if (st.lead_transferee != kNoNode) {
+        out += fmt::format("{}  transferring leadership to {}\n", indent, st.lead_transferee);
+    }
     for (const PeerStatus& p : st.peers) {
         out += fmt::format("{}  peer {}{}: match={} next={} {}\n", indent, p.id,
                            p.learner ? " (learner)" : "", p.match, p.next, to_string(p.state));
