@@ -18,6 +18,7 @@ void put_varint(std::string* out, uint64_t v) {
     out->push_back(static_cast<char>(v));
 }
 
+// Accepts only the canonical (shortest) encoding, so every record has exactly one byte form.
 bool get_varint(const std::string& in, size_t* pos, uint64_t* v) {
     *v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
@@ -25,9 +26,12 @@ bool get_varint(const std::string& in, size_t* pos, uint64_t* v) {
             return false;
         }
         const auto byte = static_cast<uint8_t>(in[(*pos)++]);
+        if (shift == 63 && byte > 1) {
+            return false;  // more than 64 bits
+        }
         *v |= static_cast<uint64_t>(byte & 0x7f) << shift;
         if ((byte & 0x80) == 0) {
-            return true;
+            return byte != 0 || shift == 0;  // a trailing zero byte is a longer form of a shorter one
         }
     }
     return false;
@@ -68,6 +72,19 @@ Error invalid(std::string message) {
 }
 
 }  // namespace
+
+bool valid_conf_state(const ConfState& conf) {
+    auto valid_list = [](const std::vector<NodeId>& ids) {
+        return std::is_sorted(ids.begin(), ids.end()) &&
+               std::adjacent_find(ids.begin(), ids.end()) == ids.end() &&
+               std::find(ids.begin(), ids.end(), kNoNode) == ids.end();
+    };
+    if (conf.voters.empty() || !valid_list(conf.voters) || !valid_list(conf.learners)) {
+        return false;
+    }
+    return std::none_of(conf.learners.begin(), conf.learners.end(),
+                        [&](NodeId id) { return is_voter(conf, id); });
+}
 
 bool is_voter(const ConfState& conf, NodeId id) {
     return std::binary_search(conf.voters.begin(), conf.voters.end(), id);

@@ -28,6 +28,8 @@ Result<ConfChangeRecord, Error> decode_conf_change(const std::string& data);
 // node that is not a member, adding a voter that already is one, a configuration without voters).
 Result<ConfState, Error> apply_conf_change(const ConfState& conf, const ConfChange& change);
 
+// Sorted, without duplicates or node 0, voters and learners disjoint, at least one voter.
+bool valid_conf_state(const ConfState& conf);
 bool is_voter(const ConfState& conf, NodeId id);
 bool is_learner(const ConfState& conf, NodeId id);
 

@@ -44,11 +44,8 @@ void Raft::note_configs(const std::vector<Entry>& entries, Index first_written) 
             continue;
         }
         auto record = decode_conf_change(e.data);
-        if (!record.ok()) {
-            // Only the leader creates configuration entries and it validates them, so a
-            // malformed one here means a corrupt or malicious peer: refuse to go on with it.
-            RL_PANIC("malformed configuration entry received from the leader");
-        }
+        // Our own entries are encoded by us; received ones were checked by Raft::well_formed.
+        RL_ASSERT_MSG(record.ok(), "malformed configuration entry reached the log");
         log_confs_[e.index] = record->conf_state;
         added = true;
     }

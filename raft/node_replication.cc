@@ -205,7 +205,11 @@ void Raft::handle_append_entries(Message& m) {
 
 void Raft::handle_heartbeat(const Message& m) {
     const Index committed_before = log_.committed();
-    log_.commit_to(m.commit);
+    // A leader never sends a commit index beyond what we acknowledged; one that is beyond our log
+    // is ignored (committing a shorter, possibly divergent log would be unsafe).
+    if (m.commit <= log_.last_index()) {
+        log_.commit_to(m.commit);
+    }
     if (log_.committed() > committed_before) {
         on_commit_advanced();
     }

@@ -41,6 +41,7 @@ Raft::Raft(const Config& config, const Storage& storage)
     const HardState& hs = initial.hard_state;
     RL_ASSERT_MSG(hs.commit <= log_.last_index(), "stored commit index beyond the stored log");
     current_term_ = hs.term;
+    persisted_term_ = hs.term;
     voted_for_ = hs.vote;
     log_.commit_to(hs.commit);
     if (config.applied > 0) {
@@ -186,7 +187,11 @@ void Raft::send(Message m) {
     } else if (m.term == 0) {
         m.term = current_term_;
     }
-    bool early = is_forwarded(m.type) || (role_ == Role::kLeader && is_leader_replication(m.type));
+    // A leader elected within one Ready (a single voter) has not persisted its term and vote
+    // yet; its messages must wait like everyone else's, or a crash could let it win the same term
+    // again and send different entries under the same (index, term).
+    const bool leadership_durable = role_ == Role::kLeader && persisted_term_ == current_term_;
+    bool early = is_forwarded(m.type) || (leadership_durable && is_leader_replication(m.type));
 #ifdef RAFTLOCK_NEGATIVE_CONTROLS
     if (cfg_.negative_controls.reply_vote_before_persist &&
         (m.type == MessageType::kVoteResponse || m.type == MessageType::kPreVoteResponse)) {
@@ -197,8 +202,8 @@ void Raft::send(Message m) {
 }
 
 void Raft::step(Message m) {
-    if (m.to != id_ || m.from == kNoNode || m.from == id_) {
-        return;  // misaddressed: a confused peer must not confuse us
+    if (m.to != id_ || m.from == kNoNode || m.from == id_ || !well_formed(m)) {
+        return;  // misaddressed or malformed: a confused peer must not confuse us
     }
     if (!step_term(m)) {
         return;
@@ -218,6 +223,35 @@ void Raft::step(Message m) {
         case Role::kFollower:
             step_follower(m);
             break;
+    }
+}
+
+bool Raft::well_formed(const Message& m) const {
+    switch (m.type) {
+        case MessageType::kAppend: {
+            // Entries follow prevLogIndex without gaps; terms never decrease and never exceed the
+            // leader's term; configuration entries decode.
+            Term prev_term = m.log_term;
+            for (size_t i = 0; i < m.entries.size(); ++i) {
+                const Entry& e = m.entries[i];
+                if (e.index != m.index + 1 + i || e.term < prev_term || e.term > m.term) {
+                    return false;
+                }
+                if (e.type == EntryType::kConfChange && !decode_conf_change(e.data).ok()) {
+                    return false;
+                }
+                prev_term = e.term;
+            }
+            return m.log_term <= m.term;
+        }
+        case MessageType::kAppendResponse:
+            // An acknowledgement beyond our log would make us count entries that do not exist.
+            return m.reject || role_ != Role::kLeader || m.index <= log_.last_index();
+        case MessageType::kSnapshot:
+            return m.snapshot_meta.index > 0 && m.snapshot_meta.term <= m.term &&
+                   valid_conf_state(m.snapshot_meta.conf_state);
+        default:
+            return true;
     }
 }
 
@@ -369,7 +403,10 @@ void Raft::transfer_leadership(NodeId transferee) {
     }
 }
 
-void Raft::on_persisted(Index index, Term term, Index snapshot_index) {
+void Raft::on_persisted(Index index, Term term, Index snapshot_index, Term hard_state_term) {
+    if (hard_state_term > persisted_term_) {
+        persisted_term_ = hard_state_term;
+    }
     if (snapshot_index > 0) {
         log_.stable_snap_to(snapshot_index);
     }

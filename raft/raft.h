@@ -38,9 +38,9 @@ public:
     void read_index(std::string context) { handle_read_index(id_, std::move(context)); }
     void transfer_leadership(NodeId transferee);
 
-    // Called by RawNode when the application has persisted entries up to (index, term) and a
-    // snapshot at snapshot_index (0 for none), and applied up to `applied`.
-    void on_persisted(Index index, Term term, Index snapshot_index);
+    // Called by RawNode when the application has persisted entries up to (index, term), a
+    // snapshot at snapshot_index (0 for none) and a hard state of hard_state_term (0 for none).
+    void on_persisted(Index index, Term term, Index snapshot_index, Term hard_state_term);
     void on_applied(Index applied, const std::vector<Entry>& applied_entries);
 
     // Outputs, taken by RawNode.
@@ -97,6 +97,7 @@ private:
     void tick_heartbeat();
     void send(Message m);
     bool step_term(const Message& m);  // false when the message is stale and handled
+    bool well_formed(const Message& m) const;
     void step_leader(Message& m);
     void step_candidate(Message& m);
     void step_follower(Message& m);
@@ -162,6 +163,9 @@ private:
     ProgressTracker tracker_;
 
     Term current_term_ = 0;
+    // The term of the latest hard state known durable: a leader's messages may precede its own
+    // write only once the term (and self-vote) of its leadership is on disk.
+    Term persisted_term_ = 0;
     NodeId voted_for_ = kNoNode;
     NodeId leader_id_ = kNoNode;
     Role role_ = Role::kFollower;

@@ -88,7 +88,8 @@ void RawNode::advance(const Ready& rd) {
     const Index snapshot_index = rd.snapshot ? rd.snapshot->metadata.index : 0;
     const Index last_index = rd.entries.empty() ? 0 : rd.entries.back().index;
     const Term last_term = rd.entries.empty() ? 0 : rd.entries.back().term;
-    raft_->on_persisted(last_index, last_term, snapshot_index);
+    raft_->on_persisted(last_index, last_term, snapshot_index,
+                        rd.hard_state ? rd.hard_state->term : 0);
     Index applied = snapshot_index;
     if (!rd.committed_entries.empty()) {
         applied = rd.committed_entries.back().index;
