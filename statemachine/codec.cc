@@ -1,0 +1,501 @@
+#include "statemachine/codec.h"
+
+#include <set>
+#include <type_traits>
+
+namespace raftlock::statemachine {
+
+namespace {
+
+constexpr size_t kSequentialSuffixBytes = 10;
+constexpr TimeMs kOpenTimeoutMsMax = 24LL * 3600 * 1000;
+constexpr int64_t kTimeMsMax = int64_t{1} << 52;
+
+bool valid_version(int32_t version) {
+    return version >= -1;
+}
+
+bool valid_create(const Create& op) {
+    std::string full = op.path;
+    if (is_sequential(op.kind)) {
+        full.append(kSequentialSuffixBytes, '0');
+    }
+    if (!valid_path(full) || full == "/" || op.data.size() > kDataBytesMax) {
+        return false;
+    }
+    if (op.kind == NodeKind::kTtl) {
+        return op.ttl_ms > 0 && op.ttl_ms <= kTtlMsMax;
+    }
+    return op.ttl_ms == 0;
+}
+
+bool valid_multi_op(const MultiOp& op) {
+    return std::visit(
+        [](const auto& o) -> bool {
+            using T = std::decay_t<decltype(o)>;
+            if constexpr (std::is_same_v<T, Create>) {
+                return valid_create(o);
+            } else if constexpr (std::is_same_v<T, SetData>) {
+                return valid_path(o.path) && valid_version(o.version) &&
+                       o.data.size() <= kDataBytesMax;
+            } else if constexpr (std::is_same_v<T, Delete>) {
+                return valid_path(o.path) && o.path != "/" && valid_version(o.version);
+            } else {
+                return valid_path(o.path) && valid_version(o.version);
+            }
+        },
+        op);
+}
+
+bool valid_lock_name(std::string_view name) {
+    return !name.empty() && name.size() <= kLockNameBytesMax;
+}
+
+bool valid_lock_spec(LockMode mode, uint32_t permits) {
+    if (mode == LockMode::kSemaphore) {
+        return permits >= 1 && permits <= kSemaphorePermitsMax;
+    }
+    return permits == 1;
+}
+
+bool valid_acquire(const Acquire& op) {
+    return valid_lock_name(op.name) && op.owner_tag.size() <= kOwnerTagBytesMax &&
+           valid_lock_spec(op.mode, op.permits) && op.wait_ms >= 0 && op.wait_ms <= kWaitMsMax &&
+           op.lock_delay_ms >= 0 && op.lock_delay_ms <= kLockDelayMsMax;
+}
+
+bool valid_acquire_many(const AcquireMany& op) {
+    if (op.locks.empty() || op.locks.size() > kMultiLockMax) {
+        return false;
+    }
+    if (op.owner_tag.size() > kOwnerTagBytesMax || op.lock_delay_ms < 0 ||
+        op.lock_delay_ms > kLockDelayMsMax) {
+        return false;
+    }
+    std::set<std::string_view> names;
+    for (const LockSpec& spec : op.locks) {
+        if (!valid_lock_name(spec.name) || !valid_lock_spec(spec.mode, spec.permits)) {
+            return false;
+        }
+        if (!names.insert(spec.name).second) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Which ops belong to a session (need client_id and seq) and which come from the leader.
+bool needs_session(const Op& op) {
+    return !std::holds_alternative<OpenSession>(op) && !std::holds_alternative<ExpireSession>(op) &&
+           !std::holds_alternative<Noop>(op);
+}
+
+bool valid_op(const Op& op) {
+    return std::visit(
+        [](const auto& o) -> bool {
+            using T = std::decay_t<decltype(o)>;
+            if constexpr (std::is_same_v<T, OpenSession>) {
+                return o.timeout_ms > 0 && o.timeout_ms <= kOpenTimeoutMsMax;
+            } else if constexpr (std::is_same_v<T, ExpireSession>) {
+                return o.session != kNoSession;
+            } else if constexpr (std::is_same_v<T, Create>) {
+                return valid_create(o);
+            } else if constexpr (std::is_same_v<T, Delete> || std::is_same_v<T, SetData>) {
+                return valid_multi_op(MultiOp{o});
+            } else if constexpr (std::is_same_v<T, Multi>) {
+                if (o.ops.empty() || o.ops.size() > kMultiOpsMax) {
+                    return false;
+                }
+                for (const MultiOp& sub : o.ops) {
+                    if (!valid_multi_op(sub)) {
+                        return false;
+                    }
+                }
+                return true;
+            } else if constexpr (std::is_same_v<T, Acquire>) {
+                return valid_acquire(o);
+            } else if constexpr (std::is_same_v<T, Release>) {
+                return valid_lock_name(o.name) && o.owner_tag.size() <= kOwnerTagBytesMax &&
+                       o.token > 0;
+            } else if constexpr (std::is_same_v<T, Cancel>) {
+                return valid_lock_name(o.name) && o.owner_tag.size() <= kOwnerTagBytesMax;
+            } else if constexpr (std::is_same_v<T, AcquireMany>) {
+                return valid_acquire_many(o);
+            } else {
+                return true;  // KeepAlive, CloseSession, Noop carry no fields
+            }
+        },
+        op);
+}
+
+}  // namespace
+
+bool valid_path(std::string_view path) {
+    if (path.empty() || path.size() > kPathBytesMax || path[0] != '/') {
+        return false;
+    }
+    if (path.size() == 1) {
+        return true;
+    }
+    if (path.back() == '/') {
+        return false;
+    }
+    size_t depth = 0;
+    size_t start = 1;
+    while (start <= path.size()) {
+        size_t end = path.find('/', start);
+        if (end == std::string_view::npos) {
+            end = path.size();
+        }
+        std::string_view part = path.substr(start, end - start);
+        if (part.empty() || part == "." || part == ".." ||
+            part.find('\0') != std::string_view::npos) {
+            return false;
+        }
+        if (++depth > kPathDepthMax) {
+            return false;
+        }
+        start = end + 1;
+    }
+    return true;
+}
+
+ErrorCode validate_command(const Command& c) {
+    if (c.time_ms < 0 || c.time_ms > kTimeMsMax) {
+        return ErrorCode::kBadArguments;
+    }
+    if (needs_session(c.op)) {
+        // Exactly-once needs a sequence; the acknowledged prefix must precede it.
+        if (c.client_id == kNoSession || c.seq == 0 || c.ack_seq >= c.seq) {
+            return ErrorCode::kBadArguments;
+        }
+    } else if (c.client_id != kNoSession || c.seq != 0 || c.ack_seq != 0 || c.fence) {
+        return ErrorCode::kBadArguments;
+    }
+    if (c.fence && (!valid_lock_name(c.fence->lock) || c.fence->token == 0)) {
+        return ErrorCode::kBadArguments;
+    }
+    return valid_op(c.op) ? ErrorCode::kOk : ErrorCode::kBadArguments;
+}
+
+namespace {
+
+void write_op_fields(Writer& w, const OpenSession& o) {
+    w.svarint(o.timeout_ms);
+}
+void write_op_fields(Writer&, const KeepAlive&) {}
+void write_op_fields(Writer&, const CloseSession&) {}
+void write_op_fields(Writer& w, const ExpireSession& o) {
+    w.varint(o.session);
+}
+void write_op_fields(Writer&, const Noop&) {}
+void write_op_fields(Writer& w, const Create& o) {
+    w.bytes(o.path);
+    w.bytes(o.data);
+    w.u8(static_cast<uint8_t>(o.kind));
+    w.svarint(o.ttl_ms);
+}
+void write_op_fields(Writer& w, const Delete& o) {
+    w.bytes(o.path);
+    w.svarint(o.version);
+}
+void write_op_fields(Writer& w, const SetData& o) {
+    w.bytes(o.path);
+    w.bytes(o.data);
+    w.svarint(o.version);
+}
+void write_op_fields(Writer& w, const Check& o) {
+    w.bytes(o.path);
+    w.svarint(o.version);
+}
+void write_op_fields(Writer& w, const Multi& o) {
+    w.varint(o.ops.size());
+    for (const MultiOp& sub : o.ops) {
+        w.u8(static_cast<uint8_t>(sub.index()));
+        std::visit([&w](const auto& s) { write_op_fields(w, s); }, sub);
+    }
+}
+void write_op_fields(Writer& w, const Acquire& o) {
+    w.bytes(o.name);
+    w.bytes(o.owner_tag);
+    w.u8(static_cast<uint8_t>(o.mode));
+    w.varint(o.permits);
+    w.svarint(o.wait_ms);
+    w.svarint(o.lock_delay_ms);
+}
+void write_op_fields(Writer& w, const Release& o) {
+    w.bytes(o.name);
+    w.bytes(o.owner_tag);
+    w.varint(o.token);
+}
+void write_op_fields(Writer& w, const Cancel& o) {
+    w.bytes(o.name);
+    w.bytes(o.owner_tag);
+}
+void write_op_fields(Writer& w, const AcquireMany& o) {
+    w.varint(o.locks.size());
+    for (const LockSpec& spec : o.locks) {
+        w.bytes(spec.name);
+        w.u8(static_cast<uint8_t>(spec.mode));
+        w.varint(spec.permits);
+    }
+    w.bytes(o.owner_tag);
+    w.svarint(o.lock_delay_ms);
+}
+
+int32_t read_version(Reader& r) {
+    return static_cast<int32_t>(r.svarint_in(-1, INT32_MAX));
+}
+
+Create read_create(Reader& r) {
+    Create o;
+    o.path = r.bytes(kPathBytesMax);
+    o.data = r.bytes(kDataBytesMax);
+    o.kind = static_cast<NodeKind>(r.varint_in(0, kNodeKindMax));
+    o.ttl_ms = r.svarint_in(0, kTtlMsMax);
+    return o;
+}
+
+Delete read_delete(Reader& r) {
+    Delete o;
+    o.path = r.bytes(kPathBytesMax);
+    o.version = read_version(r);
+    return o;
+}
+
+SetData read_set_data(Reader& r) {
+    SetData o;
+    o.path = r.bytes(kPathBytesMax);
+    o.data = r.bytes(kDataBytesMax);
+    o.version = read_version(r);
+    return o;
+}
+
+Check read_check(Reader& r) {
+    Check o;
+    o.path = r.bytes(kPathBytesMax);
+    o.version = read_version(r);
+    return o;
+}
+
+MultiOp read_multi_op(Reader& r) {
+    switch (r.u8()) {
+        case 0:
+            return read_create(r);
+        case 1:
+            return read_delete(r);
+        case 2:
+            return read_set_data(r);
+        case 3:
+            return read_check(r);
+        default:
+            r.fail();
+            return Check{};
+    }
+}
+
+Multi read_multi(Reader& r) {
+    Multi o;
+    uint64_t n = r.varint_in(1, kMultiOpsMax);
+    // Each sub-op takes at least two bytes, so a hostile count cannot make us loop or allocate for
+    // long before the reader runs dry.
+    for (uint64_t i = 0; i < n && r.ok(); i++) {
+        o.ops.push_back(read_multi_op(r));
+    }
+    return o;
+}
+
+Acquire read_acquire(Reader& r) {
+    Acquire o;
+    o.name = r.bytes(kLockNameBytesMax);
+    o.owner_tag = r.bytes(kOwnerTagBytesMax);
+    o.mode = static_cast<LockMode>(r.varint_in(0, kLockModeMax));
+    o.permits = static_cast<uint32_t>(r.varint_in(1, kSemaphorePermitsMax));
+    o.wait_ms = r.svarint_in(0, kWaitMsMax);
+    o.lock_delay_ms = r.svarint_in(0, kLockDelayMsMax);
+    return o;
+}
+
+Release read_release(Reader& r) {
+    Release o;
+    o.name = r.bytes(kLockNameBytesMax);
+    o.owner_tag = r.bytes(kOwnerTagBytesMax);
+    o.token = r.varint();
+    return o;
+}
+
+Cancel read_cancel(Reader& r) {
+    Cancel o;
+    o.name = r.bytes(kLockNameBytesMax);
+    o.owner_tag = r.bytes(kOwnerTagBytesMax);
+    return o;
+}
+
+AcquireMany read_acquire_many(Reader& r) {
+    AcquireMany o;
+    uint64_t n = r.varint_in(1, kMultiLockMax);
+    for (uint64_t i = 0; i < n && r.ok(); i++) {
+        LockSpec spec;
+        spec.name = r.bytes(kLockNameBytesMax);
+        spec.mode = static_cast<LockMode>(r.varint_in(0, kLockModeMax));
+        spec.permits = static_cast<uint32_t>(r.varint_in(1, kSemaphorePermitsMax));
+        o.locks.push_back(std::move(spec));
+    }
+    o.owner_tag = r.bytes(kOwnerTagBytesMax);
+    o.lock_delay_ms = r.svarint_in(0, kLockDelayMsMax);
+    return o;
+}
+
+// Tags are the indexes of the alternatives in Op; the static_asserts keep the two in step.
+Op read_op(Reader& r, uint8_t tag) {
+    static_assert(std::variant_size_v<Op> == 13);
+    static_assert(std::is_same_v<std::variant_alternative_t<12, Op>, AcquireMany>);
+    switch (tag) {
+        case 0:
+            return OpenSession{r.svarint_in(1, kOpenTimeoutMsMax)};
+        case 1:
+            return KeepAlive{};
+        case 2:
+            return CloseSession{};
+        case 3:
+            return ExpireSession{r.varint()};
+        case 4:
+            return Noop{};
+        case 5:
+            return read_create(r);
+        case 6:
+            return read_delete(r);
+        case 7:
+            return read_set_data(r);
+        case 8:
+            return read_multi(r);
+        case 9:
+            return read_acquire(r);
+        case 10:
+            return read_release(r);
+        case 11:
+            return read_cancel(r);
+        case 12:
+            return read_acquire_many(r);
+        default:
+            r.fail();
+            return Noop{};
+    }
+}
+
+}  // namespace
+
+Result<std::string, ErrorCode> encode_command(const Command& c) {
+    if (validate_command(c) != ErrorCode::kOk) {
+        return ErrorCode::kBadArguments;
+    }
+    std::string out;
+    Writer w(&out);
+    w.u8(kCommandFormatVersion);
+    w.varint(c.client_id);
+    w.varint(c.seq);
+    w.varint(c.ack_seq);
+    w.svarint(c.time_ms);
+    w.u8(c.fence ? 1 : 0);
+    if (c.fence) {
+        w.bytes(c.fence->lock);
+        w.varint(c.fence->token);
+    }
+    w.u8(static_cast<uint8_t>(c.op.index()));
+    std::visit([&w](const auto& o) { write_op_fields(w, o); }, c.op);
+    return out;
+}
+
+Result<Command, ErrorCode> decode_command(std::string_view bytes) {
+    Reader r(bytes);
+    if (r.u8() != kCommandFormatVersion) {
+        return ErrorCode::kMalformedCommand;
+    }
+    Command c;
+    c.client_id = r.varint();
+    c.seq = r.varint();
+    c.ack_seq = r.varint();
+    c.time_ms = r.svarint();
+    if (r.boolean()) {
+        Fence fence;
+        fence.lock = r.bytes(kLockNameBytesMax);
+        fence.token = r.varint();
+        c.fence = std::move(fence);
+    }
+    uint8_t tag = r.u8();
+    if (!r.ok()) {
+        return ErrorCode::kMalformedCommand;
+    }
+    c.op = read_op(r, tag);
+    // The same rules as before encoding: a command that decodes must also make sense.
+    if (!r.ok() || !r.at_end() || validate_command(c) != ErrorCode::kOk) {
+        return ErrorCode::kMalformedCommand;
+    }
+    return c;
+}
+
+void write_stat(Writer& w, const Stat& s) {
+    w.varint(s.czxid);
+    w.varint(s.mzxid);
+    w.varint(s.pzxid);
+    w.svarint(s.ctime);
+    w.svarint(s.mtime);
+    w.svarint(s.version);
+    w.svarint(s.cversion);
+    w.varint(s.ephemeral_owner);
+    w.svarint(s.num_children);
+    w.svarint(s.data_length);
+}
+
+Stat read_stat(Reader& r) {
+    Stat s;
+    s.czxid = r.varint();
+    s.mzxid = r.varint();
+    s.pzxid = r.varint();
+    s.ctime = r.svarint();
+    s.mtime = r.svarint();
+    s.version = static_cast<int32_t>(r.svarint_in(INT32_MIN, INT32_MAX));
+    s.cversion = static_cast<int32_t>(r.svarint_in(INT32_MIN, INT32_MAX));
+    s.ephemeral_owner = r.varint();
+    s.num_children = static_cast<int32_t>(r.svarint_in(0, INT32_MAX));
+    s.data_length = static_cast<int32_t>(r.svarint_in(0, kDataBytesMax));
+    return s;
+}
+
+void write_response(Writer& w, const Response& resp) {
+    w.u8(static_cast<uint8_t>(resp.code));
+    w.varint(resp.session);
+    w.bytes(resp.path);
+    write_stat(w, resp.stat);
+    w.u8(static_cast<uint8_t>(resp.lock));
+    w.varint(resp.token);
+    w.varint(resp.hold_count);
+    w.varint(resp.results.size());
+    for (const SubResult& sub : resp.results) {
+        w.u8(static_cast<uint8_t>(sub.code));
+        w.bytes(sub.path);
+        write_stat(w, sub.stat);
+    }
+}
+
+Response read_response(Reader& r) {
+    Response resp;
+    resp.code = static_cast<ErrorCode>(r.varint_in(0, kErrorCodeMax));
+    resp.session = r.varint();
+    resp.path = r.bytes(kPathBytesMax);
+    resp.stat = read_stat(r);
+    resp.lock = static_cast<LockOutcome>(r.varint_in(0, kLockOutcomeMax));
+    resp.token = r.varint();
+    resp.hold_count = static_cast<uint32_t>(r.varint_in(0, UINT32_MAX));
+    uint64_t n = r.varint_in(0, kMultiOpsMax);
+    for (uint64_t i = 0; i < n && r.ok(); i++) {
+        SubResult sub;
+        sub.code = static_cast<ErrorCode>(r.varint_in(0, kErrorCodeMax));
+        sub.path = r.bytes(kPathBytesMax);
+        sub.stat = read_stat(r);
+        resp.results.push_back(std::move(sub));
+    }
+    return resp;
+}
+
+}  // namespace raftlock::statemachine

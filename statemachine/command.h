@@ -1,0 +1,157 @@
+#pragma once
+
+// The commands the state machine applies: one Command per Raft entry. A Command is an envelope
+// (who sent it, its sequence number for exactly-once, the leader's clock, an optional fence) around
+// one operation. Bytes on the log are produced by encode_command (codec.h).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "statemachine/types.h"
+
+namespace raftlock::statemachine {
+
+// --- sessions -----------------------------------------------------------------------------------
+
+// Opens a session; the new id is the entry's index. Sent with client_id = kNoSession.
+struct OpenSession {
+    TimeMs timeout_ms = 0;  // within Config's [session_timeout_ms_min, session_timeout_ms_max]
+    friend bool operator==(const OpenSession&, const OpenSession&) = default;
+};
+// Records that the session is alive. Liveness is tracked by the leader in memory; a replicated
+// keepalive is optional and only refreshes `last_keepalive_ms` (describe/list show it).
+struct KeepAlive {
+    friend bool operator==(const KeepAlive&, const KeepAlive&) = default;
+};
+// The client ends its own session (a clean end: no lock-delay).
+struct CloseSession {
+    friend bool operator==(const CloseSession&, const CloseSession&) = default;
+};
+// Proposed by the leader when `session`'s deadline passed in its in-memory tracking. Sent with
+// client_id = kNoSession. Expiry is unclean: locks with a lock-delay stay unavailable for it.
+struct ExpireSession {
+    SessionId session = kNoSession;
+    friend bool operator==(const ExpireSession&, const ExpireSession&) = default;
+};
+// Carries only the leader's clock (a heartbeat entry), so that waits, lock-delays and TTLs fire.
+struct Noop {
+    friend bool operator==(const Noop&, const Noop&) = default;
+};
+
+// --- node tree (ZooKeeper) ----------------------------------------------------------------------
+
+struct Create {
+    std::string path;  // for sequential kinds the 10-digit suffix is appended to this
+    std::string data;  // <= kDataBytesMax
+    NodeKind kind = NodeKind::kPersistent;
+    TimeMs ttl_ms = 0;  // kTtl only: (0, kTtlMsMax]; otherwise 0
+    friend bool operator==(const Create&, const Create&) = default;
+};
+struct Delete {
+    std::string path;
+    int32_t version = -1;  // -1: any version
+    friend bool operator==(const Delete&, const Delete&) = default;
+};
+struct SetData {
+    std::string path;
+    std::string data;
+    int32_t version = -1;  // -1: any version
+    friend bool operator==(const SetData&, const SetData&) = default;
+};
+// Multi only: fails the whole multi unless the node exists with this version (-1: any).
+struct Check {
+    std::string path;
+    int32_t version = -1;
+    friend bool operator==(const Check&, const Check&) = default;
+};
+using MultiOp = std::variant<Create, Delete, SetData, Check>;
+// All sub-ops are applied, or none (ZooKeeper's multi).
+struct Multi {
+    std::vector<MultiOp> ops;  // 1..kMultiOpsMax
+    friend bool operator==(const Multi&, const Multi&) = default;
+};
+
+// --- locks --------------------------------------------------------------------------------------
+
+// Acquires `name` for (session = client_id, owner_tag). Granted now when compatible with the
+// holders and nobody waits (FIFO: no barging); else queued for up to wait_ms of cluster time, or
+// refused with kLockBusy when wait_ms = 0. Re-acquiring a lock the same session + tag holds counts
+// up.
+struct Acquire {
+    std::string name;
+    std::string owner_tag;
+    LockMode mode = LockMode::kExclusive;
+    uint32_t permits = 1;      // kSemaphore: the semaphore's size N (1..kSemaphorePermitsMax)
+    TimeMs wait_ms = 0;        // 0: try only; else <= kWaitMsMax
+    TimeMs lock_delay_ms = 0;  // taken by the acquire that creates the lock record
+    friend bool operator==(const Acquire&, const Acquire&) = default;
+};
+// Releases one count of the hold identified by (session = client_id, owner_tag, token).
+struct Release {
+    std::string name;
+    std::string owner_tag;
+    Index token = 0;
+    friend bool operator==(const Release&, const Release&) = default;
+};
+// Cancels a queued wait. If the wait was already granted, the reply carries that grant's token.
+struct Cancel {
+    std::string name;
+    std::string owner_tag;
+    friend bool operator==(const Cancel&, const Cancel&) = default;
+};
+struct LockSpec {
+    std::string name;
+    LockMode mode = LockMode::kExclusive;
+    uint32_t permits = 1;
+    friend bool operator==(const LockSpec&, const LockSpec&) = default;
+};
+// Acquires every lock or none (no partial holding, never queued): kLockBusy if any is unavailable.
+struct AcquireMany {
+    std::vector<LockSpec> locks;  // 1..kMultiLockMax, distinct names
+    std::string owner_tag;
+    TimeMs lock_delay_ms = 0;
+    friend bool operator==(const AcquireMany&, const AcquireMany&) = default;
+};
+
+using Op = std::variant<OpenSession,
+                        KeepAlive,
+                        CloseSession,
+                        ExpireSession,
+                        Noop,
+                        Create,
+                        Delete,
+                        SetData,
+                        Multi,
+                        Acquire,
+                        Release,
+                        Cancel,
+                        AcquireMany>;
+
+// A fenced write (the protected-resource side of fencing): the request is rejected with
+// kFenceRejected unless `token` is the token of a current holder of `lock`.
+struct Fence {
+    std::string lock;
+    Index token = 0;
+    friend bool operator==(const Fence&, const Fence&) = default;
+};
+
+struct Command {
+    // The session the request belongs to (kNoSession for OpenSession, ExpireSession and Noop).
+    SessionId client_id = kNoSession;
+    // Exactly-once (Raft thesis §6.3): the client numbers its requests 1, 2, 3, ...; `ack_seq` says
+    // it has received the replies of every request <= ack_seq, so their saved results can go.
+    // seq = 0: not deduplicated (only allowed without a session).
+    uint64_t seq = 0;
+    uint64_t ack_seq = 0;
+    TimeMs time_ms = 0;  // the leader's clock when it proposed the entry
+    std::optional<Fence> fence;
+    Op op;
+    friend bool operator==(const Command&, const Command&) = default;
+};
+
+std::string to_string(const Command& command);
+
+}  // namespace raftlock::statemachine

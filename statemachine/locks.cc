@@ -1,0 +1,327 @@
+// Native locks: exclusive/shared modes and semaphores, reentrancy, FIFO waiters with server-side
+// hand-off, waits with cluster-time deadlines, cancel, lock-delay, multi-lock.
+//
+// Tokens: every grant gets token = the zxid of the granting entry, so tokens only grow across all
+// locks and a holder can be fenced (Kleppmann, "How to do distributed locking"; Chubby's
+// sequencers). Hand-off happens inside the entry that frees the lock (release, cancel, expiry,
+// close, deadline), so no grant ever waits for another round trip, and every grant appears in that
+// entry's ApplyResult for the server to push.
+//
+// Lock-delay (Chubby, Burrows 2006, §2.4): when a holder's session expires (an unclean end), the
+// lock is not granted to anyone for lock_delay_ms, so a holder that is merely partitioned away has
+// time to notice before somebody else acts under the lock. A clean release does not delay.
+
+#include <algorithm>
+
+#include "raft/assert.h"
+#include "statemachine/state_machine.h"
+
+namespace raftlock::statemachine {
+
+bool StateMachine::kind_matches(const Lock& lock, LockMode mode, uint32_t permits) {
+    if (lock.semaphore) {
+        return mode == LockMode::kSemaphore && permits == lock.permits;
+    }
+    return mode != LockMode::kSemaphore;
+}
+
+bool StateMachine::grantable(const Lock& lock, LockMode mode) const {
+    if (lock.free_at_ms > now_ms_) {
+        return false;
+    }
+    if (lock.holders.empty()) {
+        return true;
+    }
+    if (lock.semaphore) {
+        return lock.holders.size() < lock.permits;
+    }
+    return mode == LockMode::kShared && lock.mode == LockMode::kShared;
+}
+
+void StateMachine::add_holder(const std::string& name,
+                              Lock& lock,
+                              SessionId session,
+                              const std::string& owner_tag,
+                              LockMode mode,
+                              Index zxid) {
+    RL_ASSERT(zxid >= last_token_);
+    RL_ASSERT(kind_matches(lock, mode, lock.permits));
+    if (!lock.holders.empty() && !lock.semaphore) {
+        RL_ASSERT(mode == LockMode::kShared);
+        RL_ASSERT(lock.mode == LockMode::kShared);
+    }
+    lock.mode = mode;
+    lock.holders.push_back(Holder{session, owner_tag, zxid, now_ms_, 1});
+    last_token_ = zxid;
+    sessions_.at(session).locks.insert(name);
+}
+
+Response StateMachine::acquire(SessionId session, const Acquire& op, Index zxid) {
+    Response response;
+    auto it = locks_.find(op.name);
+    if (it != locks_.end()) {
+        Lock& lock = it->second;
+        if (!kind_matches(lock, op.mode, op.permits)) {
+            response.code = ErrorCode::kBadArguments;
+            return response;
+        }
+        for (Holder& holder : lock.holders) {
+            if (holder.session != session || holder.owner_tag != op.owner_tag) {
+                continue;
+            }
+            // Reentrancy: the same owner counts up; no upgrade from shared to exclusive.
+            if (lock.mode != op.mode || holder.count == UINT32_MAX) {
+                response.code = ErrorCode::kBadArguments;
+                return response;
+            }
+            holder.count++;
+            response.lock = LockOutcome::kGranted;
+            response.token = holder.token;
+            response.hold_count = holder.count;
+            return response;
+        }
+        for (const Waiter& waiter : lock.waiters) {
+            if (waiter.session == session && waiter.owner_tag == op.owner_tag) {
+                response.code = ErrorCode::kAlreadyWaiting;
+                return response;
+            }
+        }
+    }
+    Session& owner = sessions_.at(session);
+    if (!owner.locks.contains(op.name) && owner.locks.size() >= kLocksPerSessionMax) {
+        response.code = ErrorCode::kLimitExceeded;
+        return response;
+    }
+    if (it == locks_.end()) {
+        // A fresh lock is always free: create the record and grant.
+        Lock lock;
+        lock.semaphore = op.mode == LockMode::kSemaphore;
+        lock.permits = op.permits;
+        lock.lock_delay_ms = op.lock_delay_ms;
+        it = locks_.emplace(op.name, std::move(lock)).first;
+    }
+    Lock& lock = it->second;
+    // FIFO: nobody overtakes a waiter, so shared requests queue behind a waiting exclusive one.
+    if (lock.waiters.empty() && grantable(lock, op.mode)) {
+        add_holder(it->first, lock, session, op.owner_tag, op.mode, zxid);
+        response.lock = LockOutcome::kGranted;
+        response.token = zxid;
+        response.hold_count = 1;
+        return response;
+    }
+    if (op.wait_ms == 0) {
+        response.code = ErrorCode::kLockBusy;
+        return response;
+    }
+    if (lock.waiters.size() >= kWaitersPerLockMax) {
+        response.code = ErrorCode::kLimitExceeded;
+        return response;
+    }
+    Waiter waiter{session, op.owner_tag, op.mode, now_ms_, now_ms_ + op.wait_ms};
+    timers_.insert(
+        Timer{waiter.deadline_ms, TimerKind::kWaitDeadline, it->first, session, op.owner_tag});
+    lock.waiters.push_back(std::move(waiter));
+    owner.locks.insert(it->first);
+    response.lock = LockOutcome::kQueued;
+    return response;
+}
+
+Response StateMachine::release(SessionId session, const Release& op, Index zxid, ApplyResult& out) {
+    Response response;
+    auto it = locks_.find(op.name);
+    if (it == locks_.end()) {
+        response.code = ErrorCode::kNotLockHolder;
+        return response;
+    }
+    Lock& lock = it->second;
+    auto holder = std::find_if(lock.holders.begin(), lock.holders.end(), [&](const Holder& h) {
+        return h.session == session && h.owner_tag == op.owner_tag && h.token == op.token;
+    });
+    // Only the holder can release: a wrong session, tag or token changes nothing.
+    if (holder == lock.holders.end()) {
+        response.code = ErrorCode::kNotLockHolder;
+        return response;
+    }
+    RL_ASSERT(holder->count > 0);
+    holder->count--;
+    response.lock = LockOutcome::kReleased;
+    response.token = holder->token;
+    response.hold_count = holder->count;
+    if (holder->count == 0) {
+        lock.holders.erase(holder);
+        grant_waiters(it->first, lock, zxid, out);
+        forget_if_unused(op.name, session);
+    }
+    return response;
+}
+
+Response StateMachine::cancel(SessionId session, const Cancel& op, Index zxid, ApplyResult& out) {
+    Response response;
+    auto it = locks_.find(op.name);
+    if (it == locks_.end()) {
+        return response;  // kNone: neither waiting nor holding
+    }
+    Lock& lock = it->second;
+    for (size_t i = 0; i < lock.waiters.size(); i++) {
+        if (lock.waiters[i].session == session && lock.waiters[i].owner_tag == op.owner_tag) {
+            remove_waiter(it->first, lock, i);
+            response.lock = LockOutcome::kCancelled;
+            // The waiter may have blocked the ones behind it (FIFO).
+            grant_waiters(it->first, lock, zxid, out);
+            forget_if_unused(op.name, session);
+            return response;
+        }
+    }
+    // The grant won the race: report it so the client can use or release it, never orphan it.
+    for (const Holder& holder : lock.holders) {
+        if (holder.session == session && holder.owner_tag == op.owner_tag) {
+            response.lock = LockOutcome::kGranted;
+            response.token = holder.token;
+            response.hold_count = holder.count;
+            return response;
+        }
+    }
+    return response;
+}
+
+Response StateMachine::acquire_many(SessionId session, const AcquireMany& op, Index zxid) {
+    Response response;
+    Session& owner = sessions_.at(session);
+    size_t new_locks = 0;
+    bool busy = false;
+    for (const LockSpec& spec : op.locks) {
+        auto it = locks_.find(spec.name);
+        new_locks += owner.locks.contains(spec.name) ? 0 : 1;
+        if (it == locks_.end()) {
+            continue;
+        }
+        const Lock& lock = it->second;
+        if (!kind_matches(lock, spec.mode, spec.permits) || owner.locks.contains(spec.name)) {
+            // No reentrancy or queue mixing inside a multi-lock: it is all-fresh or nothing.
+            response.code = ErrorCode::kBadArguments;
+            return response;
+        }
+        busy = busy || !lock.waiters.empty() || !grantable(lock, spec.mode);
+    }
+    if (owner.locks.size() + new_locks > kLocksPerSessionMax) {
+        response.code = ErrorCode::kLimitExceeded;
+        return response;
+    }
+    if (busy) {
+        response.code = ErrorCode::kLockBusy;
+        return response;
+    }
+    for (const LockSpec& spec : op.locks) {
+        auto it = locks_.find(spec.name);
+        if (it == locks_.end()) {
+            Lock lock;
+            lock.semaphore = spec.mode == LockMode::kSemaphore;
+            lock.permits = spec.permits;
+            lock.lock_delay_ms = op.lock_delay_ms;
+            it = locks_.emplace(spec.name, std::move(lock)).first;
+        }
+        add_holder(it->first, it->second, session, op.owner_tag, spec.mode, zxid);
+    }
+    response.lock = LockOutcome::kGranted;
+    response.token = zxid;
+    response.hold_count = 1;
+    return response;
+}
+
+void StateMachine::remove_waiter(const std::string& name, Lock& lock, size_t position) {
+    RL_ASSERT(position < lock.waiters.size());
+    const Waiter& w = lock.waiters[position];
+    timers_.erase(Timer{w.deadline_ms, TimerKind::kWaitDeadline, name, w.session, w.owner_tag});
+    lock.waiters.erase(lock.waiters.begin() + static_cast<ptrdiff_t>(position));
+}
+
+void StateMachine::grant_waiters(const std::string& name,
+                                 Lock& lock,
+                                 Index zxid,
+                                 ApplyResult& out) {
+    // Grant the longest compatible prefix of the queue: one exclusive waiter, or a batch of shared
+    // ones, or as many semaphore waiters as there are free permits. Bounded by the queue length.
+    size_t granted = 0;
+    while (granted < lock.waiters.size() && grantable(lock, lock.waiters[granted].mode)) {
+        const Waiter& w = lock.waiters[granted];
+        timers_.erase(Timer{w.deadline_ms, TimerKind::kWaitDeadline, name, w.session, w.owner_tag});
+        add_holder(name, lock, w.session, w.owner_tag, w.mode, zxid);
+        out.grants.push_back(LockGrant{w.session, name, w.owner_tag, zxid});
+        granted++;
+    }
+    lock.waiters.erase(lock.waiters.begin(),
+                       lock.waiters.begin() + static_cast<ptrdiff_t>(granted));
+}
+
+void StateMachine::forget_if_unused(const std::string& name_ref, SessionId session) {
+    const std::string name = name_ref;  // name_ref may be the key we erase
+    auto it = locks_.find(name);
+    RL_ASSERT(it != locks_.end());
+    const Lock& lock = it->second;
+    if (session != kNoSession) {
+        bool involved = std::any_of(lock.holders.begin(), lock.holders.end(),
+                                    [&](const Holder& h) { return h.session == session; }) ||
+                        std::any_of(lock.waiters.begin(), lock.waiters.end(),
+                                    [&](const Waiter& w) { return w.session == session; });
+        if (!involved) {
+            sessions_.at(session).locks.erase(name);
+        }
+    }
+    // A lock in lock-delay keeps its record so that describe() shows "free at T".
+    if (lock.holders.empty() && lock.waiters.empty() && lock.free_at_ms <= now_ms_) {
+        locks_.erase(it);
+    }
+}
+
+void StateMachine::release_session_locks(SessionId id,
+                                         SessionEnd reason,
+                                         Index zxid,
+                                         ApplyResult& out) {
+    const std::set<std::string> names = sessions_.at(id).locks;  // copy: forget_if_unused edits it
+    for (const std::string& name : names) {
+        auto it = locks_.find(name);
+        RL_ASSERT(it != locks_.end());
+        Lock& lock = it->second;
+        for (size_t i = lock.waiters.size(); i-- > 0;) {
+            if (lock.waiters[i].session == id) {
+                remove_waiter(it->first, lock, i);
+            }
+        }
+        size_t held = std::erase_if(lock.holders, [&](const Holder& h) { return h.session == id; });
+        if (held > 0 && reason == SessionEnd::kExpired && lock.lock_delay_ms > 0) {
+            lock.free_at_ms = now_ms_ + lock.lock_delay_ms;
+            timers_.insert(Timer{lock.free_at_ms, TimerKind::kLockDelayEnd, it->first, 0, {}});
+        }
+        grant_waiters(it->first, lock, zxid, out);
+        forget_if_unused(name, id);
+    }
+}
+
+void StateMachine::fire_wait_deadline(const Timer& timer, Index zxid, ApplyResult& out) {
+    // The timer is erased whenever its waiter leaves the queue, so the waiter is still there.
+    auto it = locks_.find(timer.key);
+    RL_ASSERT(it != locks_.end());
+    Lock& lock = it->second;
+    auto w = std::find_if(lock.waiters.begin(), lock.waiters.end(), [&](const Waiter& x) {
+        return x.session == timer.id && x.owner_tag == timer.tag;
+    });
+    RL_ASSERT(w != lock.waiters.end());
+    RL_ASSERT(w->deadline_ms == timer.at_ms);
+    out.wait_timeouts.push_back(WaitTimeout{w->session, it->first, w->owner_tag});
+    lock.waiters.erase(w);
+    grant_waiters(it->first, lock, zxid, out);
+    forget_if_unused(timer.key, timer.id);
+}
+
+void StateMachine::fire_lock_delay_end(const Timer& timer, Index zxid, ApplyResult& out) {
+    auto it = locks_.find(timer.key);
+    // A later expiry may have pushed free_at further; that one has its own timer.
+    if (it == locks_.end() || it->second.free_at_ms > now_ms_) {
+        return;
+    }
+    it->second.free_at_ms = 0;
+    grant_waiters(it->first, it->second, zxid, out);
+    forget_if_unused(timer.key, kNoSession);
+}
+
+}  // namespace raftlock::statemachine

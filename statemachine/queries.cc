@@ -1,0 +1,104 @@
+// Read-only queries. They read the applied state only; linearizability comes from serving them
+// after a ReadIndex round (Raft thesis §6.4), which is the caller's job.
+
+#include "statemachine/codec.h"
+#include "statemachine/state_machine.h"
+
+namespace raftlock::statemachine {
+
+Result<NodeView, ErrorCode> StateMachine::get(std::string_view path) const {
+    if (!valid_path(path)) {
+        return ErrorCode::kBadArguments;
+    }
+    auto it = nodes_.find(path);
+    if (it == nodes_.end()) {
+        return ErrorCode::kNoNode;
+    }
+    return NodeView{it->second.data, it->second.stat, it->second.kind};
+}
+
+std::optional<Stat> StateMachine::exists(std::string_view path) const {
+    auto it = nodes_.find(path);
+    if (it == nodes_.end()) {
+        return std::nullopt;
+    }
+    return it->second.stat;
+}
+
+Result<std::vector<std::string>, ErrorCode> StateMachine::children(std::string_view path) const {
+    if (!valid_path(path)) {
+        return ErrorCode::kBadArguments;
+    }
+    auto it = nodes_.find(path);
+    if (it == nodes_.end()) {
+        return ErrorCode::kNoNode;
+    }
+    return std::vector<std::string>(it->second.children.begin(), it->second.children.end());
+}
+
+std::optional<LockInfo> StateMachine::describe_lock(std::string_view name) const {
+    auto it = locks_.find(name);
+    if (it == locks_.end()) {
+        return std::nullopt;
+    }
+    const Lock& lock = it->second;
+    LockInfo info;
+    info.name = it->first;
+    info.semaphore = lock.semaphore;
+    info.permits = lock.permits;
+    info.mode = lock.mode;
+    info.lock_delay_ms = lock.lock_delay_ms;
+    info.free_at_ms = lock.free_at_ms;
+    for (const Holder& h : lock.holders) {
+        info.holders.push_back(HolderInfo{h.session, h.owner_tag, h.token, h.since_ms, h.count});
+    }
+    for (const Waiter& w : lock.waiters) {
+        info.waiters.push_back(
+            WaiterInfo{w.session, w.owner_tag, w.mode, w.enqueued_ms, w.deadline_ms});
+    }
+    return info;
+}
+
+std::vector<std::string> StateMachine::list_locks(std::string_view prefix, size_t limit_max) const {
+    std::vector<std::string> names;
+    for (auto it = locks_.lower_bound(prefix); it != locks_.end() && names.size() < limit_max;
+         ++it) {
+        if (it->first.compare(0, prefix.size(), prefix) != 0) {
+            break;
+        }
+        names.push_back(it->first);
+    }
+    return names;
+}
+
+std::optional<SessionInfo> StateMachine::session(SessionId id) const {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) {
+        return std::nullopt;
+    }
+    const Session& s = it->second;
+    return SessionInfo{id, s.timeout_ms, s.last_keepalive_ms, s.ephemerals.size(), s.locks.size()};
+}
+
+std::vector<SessionInfo> StateMachine::sessions() const {
+    std::vector<SessionInfo> out;
+    out.reserve(sessions_.size());
+    for (const auto& [id, s] : sessions_) {
+        out.push_back(SessionInfo{id, s.timeout_ms, s.last_keepalive_ms, s.ephemerals.size(),
+                                  s.locks.size()});
+    }
+    return out;
+}
+
+uint64_t StateMachine::state_hash() const {
+    // FNV-1a over the snapshot without its CRC trailer (a CRC over data that ends with its own CRC
+    // is a constant).
+    std::string bytes = snapshot();
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i + 4 < bytes.size(); i++) {
+        hash = (hash ^ static_cast<uint8_t>(bytes[i])) * 0x100000001b3ull;
+    }
+    return hash;
+}
+
+}  // namespace raftlock::statemachine

@@ -1,0 +1,72 @@
+// Sessions: open, close, expiry, and the saved replies of exactly-once requests.
+
+#include "raft/assert.h"
+#include "statemachine/state_machine.h"
+
+namespace raftlock::statemachine {
+
+Response StateMachine::open_session(const OpenSession& op, Index zxid) {
+    Response response;
+    if (op.timeout_ms < config_.session_timeout_ms_min ||
+        op.timeout_ms > config_.session_timeout_ms_max) {
+        response.code = ErrorCode::kBadArguments;
+        return response;
+    }
+    if (sessions_.size() >= config_.sessions_max) {
+        response.code = ErrorCode::kLimitExceeded;
+        return response;
+    }
+    // The id is the entry's index: unique, never reused, and the same on every replica.
+    RL_ASSERT(!sessions_.contains(zxid));
+    Session session;
+    session.timeout_ms = op.timeout_ms;
+    session.last_keepalive_ms = now_ms_;
+    sessions_.emplace(zxid, std::move(session));
+    response.session = zxid;
+    return response;
+}
+
+void StateMachine::end_session(SessionId id, SessionEnd reason, Index zxid, ApplyResult& out) {
+    RL_ASSERT(sessions_.contains(id));
+    // Locks first: the waiters they hand off to must not see this session's ephemeral nodes
+    // disappear "before" the grant in any order the outputs could suggest; both happen in this
+    // one entry anyway.
+    release_session_locks(id, reason, zxid, out);
+    std::vector<Timer> timers;
+    TreeCtx ctx{zxid, &out.triggers, nullptr, &timers};
+    // Copy: remove_node erases from the session's set while we walk it.
+    const std::set<std::string> ephemerals = sessions_.at(id).ephemerals;
+    for (const std::string& path : ephemerals) {
+        remove_node(path, ctx);
+    }
+    RL_ASSERT(timers.empty());
+    RL_ASSERT(sessions_.at(id).ephemerals.empty());
+    RL_ASSERT(sessions_.at(id).locks.empty());
+    sessions_.erase(id);
+    out.sessions_ended.push_back(SessionEnded{id, reason});
+}
+
+void StateMachine::discard_acknowledged(Session& session, uint64_t ack_seq) {
+    if (ack_seq <= session.discarded_through_seq) {
+        return;
+    }
+    session.saved.erase(session.saved.begin(), session.saved.upper_bound(ack_seq));
+    session.discarded_through_seq = ack_seq;
+}
+
+void StateMachine::save_result(Session& session, uint64_t seq, const Response& response) {
+    RL_ASSERT(seq > session.discarded_through_seq);
+    session.saved.emplace(seq, response);
+    // A client that never acknowledges cannot grow our memory: the oldest reply goes, and a retry
+    // of it gets kResultDiscarded rather than a second application.
+    if (session.saved.size() > kSavedResultsPerSessionMax) {
+        auto oldest = session.saved.begin();
+        if (oldest->first > session.discarded_through_seq) {
+            session.discarded_through_seq = oldest->first;
+        }
+        session.saved.erase(oldest);
+    }
+    RL_ASSERT(session.saved.size() <= kSavedResultsPerSessionMax);
+}
+
+}  // namespace raftlock::statemachine

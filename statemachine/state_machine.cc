@@ -1,0 +1,179 @@
+#include "statemachine/state_machine.h"
+
+#include <type_traits>
+
+#include "raft/assert.h"
+#include "statemachine/codec.h"
+
+namespace raftlock::statemachine {
+
+StateMachine::StateMachine(Config config) : config_(config) {
+    RL_ASSERT(config_.session_timeout_ms_min > 0);
+    RL_ASSERT(config_.session_timeout_ms_min <= config_.session_timeout_ms_max);
+    RL_ASSERT(config_.sessions_max > 0);
+    // The root exists from the start, as in ZooKeeper; it is never deleted (delete "/" is invalid).
+    nodes_.emplace("/", Node{});
+}
+
+ApplyResult StateMachine::apply(Index index, std::string_view command_bytes) {
+    RL_ASSERT(index > last_applied_);
+    if (command_bytes.empty()) {
+        last_applied_ = index;
+        ApplyResult out;
+        out.index = index;
+        return out;
+    }
+    Result<Command, ErrorCode> decoded = decode_command(command_bytes);
+    if (!decoded.ok()) {
+        // A malformed entry is applied as "nothing" on every replica alike: the bytes are the same
+        // everywhere, so the outcome is too.
+        last_applied_ = index;
+        ApplyResult out;
+        out.index = index;
+        out.response.code = decoded.error();
+        return out;
+    }
+    return apply_command(index, decoded.value());
+}
+
+ApplyResult StateMachine::apply_command(Index index, const Command& command) {
+    RL_ASSERT(index > last_applied_);
+    last_applied_ = index;
+    ApplyResult out;
+    out.index = index;
+    out.client_id = command.client_id;
+    out.seq = command.seq;
+    // Commands that did not come through decode_command get the same checks here.
+    if (validate_command(command) != ErrorCode::kOk) {
+        out.response.code = ErrorCode::kBadArguments;
+        return out;
+    }
+    advance_time(command.time_ms, index, out);
+    if (command.client_id == kNoSession) {
+        out.response = dispatch(kNoSession, command, index, out);
+    } else {
+        apply_session_request(command, index, out);
+    }
+    return out;
+}
+
+void StateMachine::advance_time(TimeMs time_ms, Index zxid, ApplyResult& out) {
+    // Leaders' clocks may disagree after a failover; cluster time never goes back.
+    if (time_ms > now_ms_) {
+        now_ms_ = time_ms;
+    }
+    for (size_t fired = 0; fired < kTimersPerApplyMax; fired++) {
+        if (timers_.empty() || timers_.begin()->at_ms > now_ms_) {
+            return;
+        }
+        Timer timer = *timers_.begin();
+        timers_.erase(timers_.begin());
+        fire_timer(timer, zxid, out);
+    }
+}
+
+void StateMachine::fire_timer(const Timer& timer, Index zxid, ApplyResult& out) {
+    switch (timer.kind) {
+        case TimerKind::kWaitDeadline:
+            fire_wait_deadline(timer, zxid, out);
+            return;
+        case TimerKind::kLockDelayEnd:
+            fire_lock_delay_end(timer, zxid, out);
+            return;
+        case TimerKind::kTtl:
+            fire_ttl(timer, zxid, out);
+            return;
+    }
+    RL_PANIC("unknown timer kind");
+}
+
+void StateMachine::apply_session_request(const Command& command, Index zxid, ApplyResult& out) {
+    auto it = sessions_.find(command.client_id);
+    if (it == sessions_.end()) {
+        out.response.code = ErrorCode::kSessionExpired;
+        return;
+    }
+    Session& session = it->second;
+    discard_acknowledged(session, command.ack_seq);
+    // Exactly-once (Raft thesis §6.3): a retry gets the reply of the first application.
+    if (auto saved = session.saved.find(command.seq); saved != session.saved.end()) {
+        out.replayed = true;
+        out.response = saved->second;
+        return;
+    }
+    if (command.seq <= session.discarded_through_seq) {
+        out.response.code = ErrorCode::kResultDiscarded;
+        return;
+    }
+    out.response = dispatch(command.client_id, command, zxid, out);
+    // CloseSession ended the session: there is nowhere to save its reply, and a retry gets
+    // kSessionExpired, as in ZooKeeper.
+    if (auto again = sessions_.find(command.client_id); again != sessions_.end()) {
+        save_result(again->second, command.seq, out.response);
+    }
+}
+
+ErrorCode StateMachine::check_fence(const Fence& fence) const {
+    auto it = locks_.find(fence.lock);
+    if (it == locks_.end()) {
+        return ErrorCode::kFenceRejected;
+    }
+    for (const Holder& holder : it->second.holders) {
+        if (holder.token == fence.token) {
+            return ErrorCode::kOk;
+        }
+    }
+    return ErrorCode::kFenceRejected;
+}
+
+Response StateMachine::dispatch(SessionId session,
+                                const Command& command,
+                                Index zxid,
+                                ApplyResult& out) {
+    if (command.fence) {
+        if (ErrorCode code = check_fence(*command.fence); code != ErrorCode::kOk) {
+            Response response;
+            response.code = code;
+            return response;
+        }
+    }
+    return std::visit(
+        [&](const auto& op) -> Response {
+            using T = std::decay_t<decltype(op)>;
+            Response response;
+            if constexpr (std::is_same_v<T, OpenSession>) {
+                return open_session(op, zxid);
+            } else if constexpr (std::is_same_v<T, KeepAlive>) {
+                sessions_.at(session).last_keepalive_ms = now_ms_;
+            } else if constexpr (std::is_same_v<T, CloseSession>) {
+                end_session(session, SessionEnd::kClosed, zxid, out);
+            } else if constexpr (std::is_same_v<T, ExpireSession>) {
+                if (!sessions_.contains(op.session)) {
+                    response.code = ErrorCode::kSessionExpired;
+                } else {
+                    end_session(op.session, SessionEnd::kExpired, zxid, out);
+                }
+            } else if constexpr (std::is_same_v<T, Noop>) {
+                // Time moved (advance_time); nothing else to do.
+            } else if constexpr (std::is_same_v<T, Create>) {
+                return create_node(session, op, zxid, out);
+            } else if constexpr (std::is_same_v<T, Delete> || std::is_same_v<T, SetData>) {
+                return apply_single_write(session, command.op, zxid, out);
+            } else if constexpr (std::is_same_v<T, Multi>) {
+                return apply_multi(session, op, zxid, out);
+            } else if constexpr (std::is_same_v<T, Acquire>) {
+                return acquire(session, op, zxid);
+            } else if constexpr (std::is_same_v<T, Release>) {
+                return release(session, op, zxid, out);
+            } else if constexpr (std::is_same_v<T, Cancel>) {
+                return cancel(session, op, zxid, out);
+            } else {
+                static_assert(std::is_same_v<T, AcquireMany>);
+                return acquire_many(session, op, zxid);
+            }
+            return response;
+        },
+        command.op);
+}
+
+}  // namespace raftlock::statemachine

@@ -1,0 +1,263 @@
+#pragma once
+
+// The replicated lock state machine (DESIGN.md §4): sessions with exactly-once requests, a
+// ZooKeeper-style node tree, watch triggers, and native locks with fencing tokens.
+//
+// Contract:
+// - Pure and deterministic: the same entries applied in the same order give the same state and the
+//   same ApplyResults on every replica. No clock, randomness, I/O or threads; every container whose
+//   order is observable is ordered (std::map / std::set).
+// - Time: every Command carries the leader's clock; `now` is the maximum seen so far (cluster
+//   time). Wait deadlines, lock-delays and TTLs are measured in it and fire at the first entry
+//   whose time reaches them (proposing Noop entries keeps time moving when the cluster is idle).
+// - zxid = the Raft index of the entry. Sessions ids, czxid/mzxid/pzxid and lock tokens are zxids,
+//   so tokens only grow, across all locks.
+// - Not thread-safe; the owner (the server's apply loop or the simulator) serialises all calls.
+//
+// The class is large, so its definition is split by concern: state_machine.cc (apply, time,
+// exactly-once), sessions.cc, tree.cc, locks.cc, snapshot.cc, queries.cc, invariants.cc.
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "raft/result.h"
+#include "statemachine/byte_io.h"
+#include "statemachine/command.h"
+#include "statemachine/output.h"
+#include "statemachine/types.h"
+
+namespace raftlock::statemachine {
+
+// get(): a node's data and stat.
+struct NodeView {
+    std::string data;
+    Stat stat;
+    NodeKind kind = NodeKind::kPersistent;
+};
+
+struct HolderInfo {
+    SessionId session = kNoSession;
+    std::string owner_tag;
+    Index token = 0;
+    TimeMs since_ms = 0;  // cluster time of the grant
+    uint32_t count = 0;   // reentrancy count
+    friend bool operator==(const HolderInfo&, const HolderInfo&) = default;
+};
+
+struct WaiterInfo {
+    SessionId session = kNoSession;
+    std::string owner_tag;
+    LockMode mode = LockMode::kExclusive;
+    TimeMs enqueued_ms = 0;
+    TimeMs deadline_ms = 0;
+    friend bool operator==(const WaiterInfo&, const WaiterInfo&) = default;
+};
+
+// describe(name).
+struct LockInfo {
+    std::string name;
+    bool semaphore = false;
+    uint32_t permits = 1;                  // semaphore size; 1 for exclusive/shared locks
+    LockMode mode = LockMode::kExclusive;  // the holders' mode (meaningful when holders exist)
+    std::vector<HolderInfo> holders;       // in grant order
+    std::vector<WaiterInfo> waiters;       // FIFO order
+    TimeMs lock_delay_ms = 0;
+    TimeMs free_at_ms = 0;  // > now: lock-delay in force, nothing is granted before this time
+    friend bool operator==(const LockInfo&, const LockInfo&) = default;
+};
+
+struct SessionInfo {
+    SessionId id = kNoSession;
+    TimeMs timeout_ms = 0;
+    TimeMs last_keepalive_ms = 0;
+    size_t ephemerals = 0;
+    size_t locks = 0;  // locks held or waited for
+    friend bool operator==(const SessionInfo&, const SessionInfo&) = default;
+};
+
+// Stable text forms (text.cc), e.g.
+//   lock "db" exclusive holder=s3/"w"/17@1200x1 waiter=s5/""/shared@1300..2300 delay=500 free_at=0
+std::string to_string(const LockInfo& info);
+
+class StateMachine final {
+public:
+    explicit StateMachine(Config config = {});
+
+    // Applies the committed entry at `index` (> last_applied(); gaps are fine, since configuration
+    // entries are not passed in). `command_bytes` is what encode_command produced; an empty entry
+    // (the leader's term-start no-op) only advances last_applied, and undecodable bytes give
+    // kMalformedCommand and change nothing else.
+    ApplyResult apply(Index index, std::string_view command_bytes);
+    // Same, for an already decoded command (tests, benchmarks, the simulator).
+    ApplyResult apply_command(Index index, const Command& command);
+
+    // A self-contained, versioned, checksummed serialisation of the whole replicated state
+    // (format in snapshot.cc and docs/statemachine.md). Watches are per connection, not included.
+    std::string snapshot() const;
+    // Replaces the whole state with a snapshot's. On kMalformedCommand (bad magic, version,
+    // checksum, structure or invariants) the machine is unchanged.
+    ErrorCode restore(std::string_view bytes);
+
+    // Read-only queries, linearizable when served after ReadIndex (thesis §6.4).
+    Result<NodeView, ErrorCode> get(std::string_view path) const;  // kNoNode, kBadArguments
+    std::optional<Stat> exists(std::string_view path) const;
+    // Child names in byte order. kNoNode, kBadArguments.
+    Result<std::vector<std::string>, ErrorCode> children(std::string_view path) const;
+    std::optional<LockInfo> describe_lock(std::string_view name) const;
+    // Names of locks starting with `prefix`, in order, at most `limit_max` of them.
+    std::vector<std::string> list_locks(std::string_view prefix, size_t limit_max) const;
+    std::optional<SessionInfo> session(SessionId id) const;
+    // Every live session: a new leader starts tracking each with a fresh full timeout.
+    std::vector<SessionInfo> sessions() const;
+
+    Index last_applied() const { return last_applied_; }
+    TimeMs now_ms() const { return now_ms_; }
+    size_t node_count() const { return nodes_.size(); }
+    size_t lock_count() const { return locks_.size(); }
+    size_t session_count() const { return sessions_.size(); }
+    // A 64-bit hash of the replicated state (of the snapshot), for comparing replicas.
+    uint64_t state_hash() const;
+    // Empty when every invariant holds, else a description of the first broken one. Run by the
+    // tests after every step and by restore().
+    std::string check_invariants() const;
+
+private:
+    struct Node {
+        std::string data;
+        Stat stat;
+        NodeKind kind = NodeKind::kPersistent;
+        TimeMs ttl_ms = 0;
+        std::set<std::string> children;  // child names (last path component)
+    };
+    struct Session {
+        TimeMs timeout_ms = 0;
+        TimeMs last_keepalive_ms = 0;
+        // Saved replies by seq (Raft thesis §6.3), at most kSavedResultsPerSessionMax.
+        std::map<uint64_t, Response> saved;
+        // Replies of requests with seq <= this were acknowledged or evicted.
+        uint64_t discarded_through_seq = 0;
+        std::set<std::string> ephemerals;  // paths
+        std::set<std::string> locks;       // locks this session holds or waits for
+    };
+    struct Holder {
+        SessionId session = kNoSession;
+        std::string owner_tag;
+        Index token = 0;
+        TimeMs since_ms = 0;
+        uint32_t count = 1;
+    };
+    struct Waiter {
+        SessionId session = kNoSession;
+        std::string owner_tag;
+        LockMode mode = LockMode::kExclusive;
+        TimeMs enqueued_ms = 0;
+        TimeMs deadline_ms = 0;
+    };
+    struct Lock {
+        bool semaphore = false;
+        uint32_t permits = 1;
+        LockMode mode = LockMode::kExclusive;
+        TimeMs lock_delay_ms = 0;
+        TimeMs free_at_ms = 0;
+        std::vector<Holder> holders;
+        std::vector<Waiter> waiters;  // FIFO, at most kWaitersPerLockMax
+    };
+    enum class TimerKind : uint8_t { kWaitDeadline = 0, kLockDelayEnd, kTtl };
+    // Ordered by (at, kind, key, id, tag): deterministic firing order.
+    struct Timer {
+        TimeMs at_ms = 0;
+        TimerKind kind = TimerKind::kWaitDeadline;
+        std::string key;  // lock name or node path
+        uint64_t id = 0;  // kWaitDeadline: session; kTtl: the node's czxid
+        std::string tag;  // kWaitDeadline: owner tag
+        auto operator<=>(const Timer&) const = default;
+    };
+    // Undo journal of a Multi (all or nothing): each record restores one change.
+    struct Undo {
+        enum class Kind : uint8_t { kCreated, kDeleted, kSet } kind = Kind::kCreated;
+        std::string path;
+        Node before;              // kDeleted: the node; kSet: its data and stat
+        Stat parent_stat_before;  // kCreated, kDeleted
+    };
+    // Where tree changes report to: triggers, an optional undo journal, new timers.
+    struct TreeCtx {
+        Index zxid = 0;
+        std::vector<WatchTrigger>* triggers = nullptr;
+        std::vector<Undo>* undo = nullptr;  // null outside a Multi
+        std::vector<Timer>* timers = nullptr;
+    };
+
+    // state_machine.cc
+    void advance_time(TimeMs time_ms, Index zxid, ApplyResult& out);
+    void fire_timer(const Timer& timer, Index zxid, ApplyResult& out);
+    void apply_session_request(const Command& command, Index zxid, ApplyResult& out);
+    Response dispatch(SessionId session, const Command& command, Index zxid, ApplyResult& out);
+    ErrorCode check_fence(const Fence& fence) const;
+
+    // sessions.cc
+    Response open_session(const OpenSession& op, Index zxid);
+    void end_session(SessionId id, SessionEnd reason, Index zxid, ApplyResult& out);
+    static void discard_acknowledged(Session& session, uint64_t ack_seq);
+    static void save_result(Session& session, uint64_t seq, const Response& response);
+
+    // tree.cc
+    Response create_node(SessionId session, const Create& op, Index zxid, ApplyResult& out);
+    ErrorCode do_create(
+        SessionId session, const Create& op, TreeCtx& ctx, std::string* created_path, Stat* stat);
+    ErrorCode do_delete(std::string_view path, int32_t version, TreeCtx& ctx);
+    ErrorCode do_set(
+        std::string_view path, std::string_view data, int32_t version, TreeCtx& ctx, Stat* stat);
+    ErrorCode do_check(std::string_view path, int32_t version) const;
+    void remove_node(const std::string& path, TreeCtx& ctx);
+    Response apply_multi(SessionId session, const Multi& op, Index zxid, ApplyResult& out);
+    Response apply_single_write(SessionId session, const Op& op, Index zxid, ApplyResult& out);
+    void roll_back(std::vector<Undo>& undo);
+    void fire_ttl(const Timer& timer, Index zxid, ApplyResult& out);
+
+    // locks.cc
+    Response acquire(SessionId session, const Acquire& op, Index zxid);
+    Response release(SessionId session, const Release& op, Index zxid, ApplyResult& out);
+    Response cancel(SessionId session, const Cancel& op, Index zxid, ApplyResult& out);
+    Response acquire_many(SessionId session, const AcquireMany& op, Index zxid);
+    bool grantable(const Lock& lock, LockMode mode) const;
+    static bool kind_matches(const Lock& lock, LockMode mode, uint32_t permits);
+    void add_holder(const std::string& name,
+                    Lock& lock,
+                    SessionId session,
+                    const std::string& owner_tag,
+                    LockMode mode,
+                    Index zxid);
+    void grant_waiters(const std::string& name, Lock& lock, Index zxid, ApplyResult& out);
+    void remove_waiter(const std::string& name, Lock& lock, size_t position);
+    void forget_if_unused(const std::string& name, SessionId session);
+    void release_session_locks(SessionId id, SessionEnd reason, Index zxid, ApplyResult& out);
+    void fire_wait_deadline(const Timer& timer, Index zxid, ApplyResult& out);
+    void fire_lock_delay_end(const Timer& timer, Index zxid, ApplyResult& out);
+
+    // snapshot.cc: each returns false on malformed input.
+    bool restore_sessions(Reader& r);
+    bool restore_nodes(Reader& r);
+    bool restore_locks(Reader& r);
+    bool link_lock_sessions(const std::string& name, const Lock& lock);
+    bool restore_timers(Reader& r);
+
+    // invariants.cc
+    std::string check_tree_invariants() const;
+    std::string check_lock_invariants() const;
+    std::string check_lock(const std::string& name, const Lock& lock) const;
+
+    Config config_;
+    Index last_applied_ = 0;
+    TimeMs now_ms_ = 0;
+    Index last_token_ = 0;  // the newest token granted (tokens only grow)
+    std::map<std::string, Node, std::less<>> nodes_;
+    std::map<SessionId, Session> sessions_;
+    std::map<std::string, Lock, std::less<>> locks_;
+    std::set<Timer> timers_;
+};
+
+}  // namespace raftlock::statemachine

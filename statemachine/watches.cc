@@ -1,0 +1,148 @@
+#include "statemachine/watches.h"
+
+#include "raft/assert.h"
+#include "statemachine/codec.h"
+
+namespace raftlock::statemachine {
+
+WatchRegistry::Table& WatchRegistry::table(WatchKind kind) {
+    switch (kind) {
+        case WatchKind::kData:
+        case WatchKind::kExists:
+            return data_;
+        case WatchKind::kChildren:
+            return children_;
+        case WatchKind::kPersistent:
+            return persistent_;
+        case WatchKind::kPersistentRecursive:
+            return recursive_;
+    }
+    RL_PANIC("unknown watch kind");
+}
+
+ErrorCode WatchRegistry::add(WatcherId watcher, std::string_view path, WatchKind kind) {
+    if (!valid_path(path)) {
+        return ErrorCode::kBadArguments;
+    }
+    size_t& count = counts_[watcher];
+    if (count >= kWatchesPerWatcherMax) {
+        if (count == 0) {
+            counts_.erase(watcher);
+        }
+        return ErrorCode::kLimitExceeded;
+    }
+    Table& t = table(kind);
+    auto it = t.find(path);
+    if (it == t.end()) {
+        it = t.emplace(std::string(path), std::set<WatcherId>{}).first;
+    }
+    if (it->second.insert(watcher).second) {
+        count++;
+    } else if (count == 0) {
+        counts_.erase(watcher);
+    }
+    return ErrorCode::kOk;
+}
+
+bool WatchRegistry::remove(WatcherId watcher, std::string_view path, WatchKind kind) {
+    Table& t = table(kind);
+    auto it = t.find(path);
+    if (it == t.end() || it->second.erase(watcher) == 0) {
+        return false;
+    }
+    if (it->second.empty()) {
+        t.erase(it);
+    }
+    auto c = counts_.find(watcher);
+    RL_ASSERT(c != counts_.end() && c->second > 0);
+    if (--c->second == 0) {
+        counts_.erase(c);
+    }
+    return true;
+}
+
+void WatchRegistry::remove_watcher(WatcherId watcher) {
+    for (Table* t : {&data_, &children_, &persistent_, &recursive_}) {
+        for (auto it = t->begin(); it != t->end();) {
+            it->second.erase(watcher);
+            it = it->second.empty() ? t->erase(it) : std::next(it);
+        }
+    }
+    counts_.erase(watcher);
+}
+
+size_t WatchRegistry::watch_count(WatcherId watcher) const {
+    auto it = counts_.find(watcher);
+    return it == counts_.end() ? 0 : it->second;
+}
+
+void WatchRegistry::collect(Table& t,
+                            std::string_view path,
+                            bool one_shot,
+                            std::set<WatcherId>& out) {
+    auto it = t.find(path);
+    if (it == t.end()) {
+        return;
+    }
+    out.insert(it->second.begin(), it->second.end());
+    if (!one_shot) {
+        return;
+    }
+    for (WatcherId w : it->second) {
+        auto c = counts_.find(w);
+        RL_ASSERT(c != counts_.end() && c->second > 0);
+        if (--c->second == 0) {
+            counts_.erase(c);
+        }
+    }
+    t.erase(it);
+}
+
+std::vector<WatchEvent> WatchRegistry::dispatch(const std::vector<WatchTrigger>& triggers) {
+    std::vector<WatchEvent> events;
+    for (const WatchTrigger& trigger : triggers) {
+        std::set<WatcherId> watchers;
+        const EventType type = trigger.type;
+        if (type != EventType::kNodeChildrenChanged) {
+            collect(data_, trigger.path, true, watchers);
+        }
+        if (type == EventType::kNodeChildrenChanged || type == EventType::kNodeDeleted) {
+            collect(children_, trigger.path, true, watchers);
+        }
+        collect(persistent_, trigger.path, false, watchers);
+        if (type != EventType::kNodeChildrenChanged) {
+            // The path and each ancestor, up to the root: at most kPathDepthMax + 1 lookups.
+            std::string_view p = trigger.path;
+            while (true) {
+                collect(recursive_, p, false, watchers);
+                if (p == "/") {
+                    break;
+                }
+                size_t slash = p.rfind('/');
+                p = slash == 0 ? std::string_view("/") : p.substr(0, slash);
+            }
+        }
+        for (WatcherId w : watchers) {
+            events.push_back(WatchEvent{w, trigger.path, type, trigger.zxid});
+        }
+    }
+    return events;
+}
+
+std::string_view to_string(WatchKind kind) {
+    switch (kind) {
+        case WatchKind::kData:
+            return "data";
+        case WatchKind::kExists:
+            return "exists";
+        case WatchKind::kChildren:
+            return "children";
+        case WatchKind::kPersistent:
+            return "persistent";
+        case WatchKind::kPersistentRecursive:
+            return "persistent_recursive";
+    }
+    return "?";
+}
+
+}  // namespace raftlock::statemachine

@@ -1,0 +1,60 @@
+#pragma once
+
+// One valid command of every op, for codec and text tests.
+
+#include <vector>
+
+#include "statemachine/command.h"
+
+namespace raftlock::statemachine::testing {
+
+inline Command session_command(Op op, uint64_t seq = 7) {
+    Command c;
+    c.client_id = 42;
+    c.seq = seq;
+    c.ack_seq = seq - 1;
+    c.time_ms = 123456;
+    c.op = std::move(op);
+    return c;
+}
+
+inline std::vector<Command> sample_commands() {
+    std::vector<Command> out;
+    Command open;
+    open.time_ms = 5;
+    open.op = OpenSession{30000};
+    out.push_back(open);
+    Command expire;
+    expire.op = ExpireSession{42};
+    out.push_back(expire);
+    Command noop;
+    noop.time_ms = 99;
+    noop.op = Noop{};
+    out.push_back(noop);
+    out.push_back(session_command(KeepAlive{}));
+    out.push_back(session_command(CloseSession{}));
+    out.push_back(session_command(
+        Create{"/a/b-", std::string("x\0y", 3), NodeKind::kEphemeralSequential, 0}));
+    out.push_back(session_command(Create{"/t", "d", NodeKind::kTtl, 5000}));
+    out.push_back(session_command(Delete{"/a", -1}));
+    out.push_back(session_command(SetData{"/a", std::string(300, 'z'), 17}));
+    Multi multi;
+    multi.ops = {Create{"/m", "", NodeKind::kContainer, 0}, Delete{"/n", 3}, SetData{"/o", "v", -1},
+                 Check{"/p", 2}};
+    out.push_back(session_command(multi));
+    out.push_back(session_command(Acquire{"db", "worker-1", LockMode::kShared, 1, 500, 0}));
+    out.push_back(session_command(Acquire{"pool", "", LockMode::kSemaphore, 5, 0, 1000}));
+    out.push_back(session_command(Release{"db", "worker-1", 99}));
+    out.push_back(session_command(Cancel{"db", "worker-1"}));
+    AcquireMany many;
+    many.locks = {LockSpec{"a", LockMode::kExclusive, 1}, LockSpec{"b", LockMode::kSemaphore, 3}};
+    many.owner_tag = "t";
+    many.lock_delay_ms = 10;
+    out.push_back(session_command(many));
+    Command fenced = session_command(SetData{"/res", "v", -1});
+    fenced.fence = Fence{"db", 1234567};
+    out.push_back(fenced);
+    return out;
+}
+
+}  // namespace raftlock::statemachine::testing

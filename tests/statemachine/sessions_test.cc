@@ -1,0 +1,209 @@
+#include <catch2/catch.hpp>
+
+#include "harness.h"
+
+namespace raftlock::statemachine {
+namespace {
+
+using testing::Harness;
+
+TEST_CASE("opening a session returns the entry's index as its id", "[statemachine][sessions]") {
+    Harness h;
+    h.advance(0);
+    ApplyResult out = h.leader(OpenSession{5000});
+    CHECK(out.response.code == ErrorCode::kOk);
+    CHECK(out.response.session == out.index);
+    REQUIRE(h.sm.session(out.index).has_value());
+    CHECK(h.sm.session(out.index)->timeout_ms == 5000);
+}
+
+TEST_CASE("a session timeout outside the configured bounds is refused with BadArguments",
+          "[statemachine][sessions]") {
+    Harness h(Config{2000, 60000, 100});
+    CHECK(h.leader(OpenSession{1999}).response.code == ErrorCode::kBadArguments);
+    CHECK(h.leader(OpenSession{60001}).response.code == ErrorCode::kBadArguments);
+    CHECK(h.leader(OpenSession{2000}).response.code == ErrorCode::kOk);
+    CHECK(h.leader(OpenSession{60000}).response.code == ErrorCode::kOk);
+    CHECK(h.sm.session_count() == 2);
+}
+
+TEST_CASE("opening more sessions than the configured maximum gets LimitExceeded",
+          "[statemachine][sessions][limits]") {
+    Config config;
+    config.sessions_max = 2;
+    Harness h(config);
+    SessionId a = h.open();
+    h.open();
+    CHECK(h.leader(OpenSession{5000}).response.code == ErrorCode::kLimitExceeded);
+    h.run(a, CloseSession{});
+    CHECK(h.leader(OpenSession{5000}).response.code == ErrorCode::kOk);
+}
+
+TEST_CASE("a request from an unknown session gets SessionExpired", "[statemachine][sessions]") {
+    Harness h;
+    CHECK(h.create(77, "/a").code == ErrorCode::kSessionExpired);
+    CHECK(!h.sm.exists("/a"));
+}
+
+TEST_CASE("a retried request returns the saved result without applying it again",
+          "[statemachine][sessions][exactly-once]") {
+    Harness h;
+    SessionId s = h.open();
+    Command c;
+    c.client_id = s;
+    c.seq = 1;
+    c.time_ms = h.time_ms;
+    c.op = Create{"/q-", "", NodeKind::kPersistentSequential, 0};
+    ApplyResult first = h.apply(c);
+    REQUIRE(first.response.code == ErrorCode::kOk);
+    CHECK(first.response.path == "/q-0000000000");
+    ApplyResult retry = h.apply(c);
+    CHECK(retry.replayed);
+    CHECK(retry.response == first.response);
+    CHECK(retry.triggers.empty());
+    CHECK(h.sm.children("/").value() == std::vector<std::string>{"q-0000000000"});
+}
+
+TEST_CASE("acknowledged results are discarded and their retries get ResultDiscarded",
+          "[statemachine][sessions][exactly-once]") {
+    Harness h;
+    SessionId s = h.open();
+    h.create(s, "/a");  // seq 1
+    Command c;
+    c.client_id = s;
+    c.seq = 2;
+    c.ack_seq = 1;
+    c.op = KeepAlive{};
+    h.apply(c);
+    Command retry;
+    retry.client_id = s;
+    retry.seq = 1;
+    retry.op = Create{"/a", "", NodeKind::kPersistent, 0};
+    ApplyResult out = h.apply(retry);
+    CHECK(!out.replayed);
+    CHECK(out.response.code == ErrorCode::kResultDiscarded);
+}
+
+TEST_CASE("saved results are bounded per session and the oldest go first",
+          "[statemachine][sessions][exactly-once]") {
+    Harness h;
+    SessionId s = h.open();
+    for (size_t i = 0; i < kSavedResultsPerSessionMax + 5; i++) {
+        h.run(s, KeepAlive{});
+    }
+    Command old;
+    old.client_id = s;
+    old.seq = 5;
+    old.op = KeepAlive{};
+    CHECK(h.apply(old).response.code == ErrorCode::kResultDiscarded);
+    old.seq = 6;
+    CHECK(h.apply(old).replayed);
+}
+
+TEST_CASE("closing a session deletes its ephemeral nodes and releases its locks",
+          "[statemachine][sessions]") {
+    Harness h;
+    SessionId a = h.open();
+    SessionId b = h.open();
+    REQUIRE(h.create(a, "/e", NodeKind::kEphemeral).code == ErrorCode::kOk);
+    REQUIRE(h.lock(a, "L").lock == LockOutcome::kGranted);
+    REQUIRE(h.lock(b, "L", "", LockMode::kExclusive, 1000).lock == LockOutcome::kQueued);
+    ApplyResult out = h.run(a, CloseSession{});
+    CHECK(out.response.code == ErrorCode::kOk);
+    CHECK(!h.sm.exists("/e"));
+    REQUIRE(out.grants.size() == 1);
+    CHECK(out.grants[0] == LockGrant{b, "L", "", out.index});
+    CHECK(out.sessions_ended == std::vector<SessionEnded>{{a, SessionEnd::kClosed}});
+    CHECK(out.triggers ==
+          std::vector<WatchTrigger>{{"/e", EventType::kNodeDeleted, out.index},
+                                    {"/", EventType::kNodeChildrenChanged, out.index}});
+    CHECK(!h.sm.session(a));
+}
+
+TEST_CASE("an expiry entry ends the session like a close but reports it expired",
+          "[statemachine][sessions]") {
+    Harness h;
+    SessionId a = h.open();
+    h.create(a, "/e", NodeKind::kEphemeral);
+    ApplyResult out = h.leader(ExpireSession{a});
+    CHECK(out.response.code == ErrorCode::kOk);
+    CHECK(out.sessions_ended == std::vector<SessionEnded>{{a, SessionEnd::kExpired}});
+    CHECK(!h.sm.exists("/e"));
+}
+
+TEST_CASE("expiring an unknown session gets SessionExpired and changes nothing",
+          "[statemachine][sessions]") {
+    Harness h;
+    Harness twin;
+    SessionId a = h.open();
+    twin.open();
+    ApplyResult out = h.leader(ExpireSession{a + 100});
+    twin.leader(Noop{});
+    CHECK(out.response.code == ErrorCode::kSessionExpired);
+    CHECK(out.sessions_ended.empty());
+    CHECK(h.sm.state_hash() == twin.sm.state_hash());
+}
+
+TEST_CASE("a request after the session ended gets SessionExpired", "[statemachine][sessions]") {
+    Harness h;
+    SessionId a = h.open();
+    h.run(a, CloseSession{});
+    CHECK(h.run(a, KeepAlive{}).response.code == ErrorCode::kSessionExpired);
+    CHECK(h.create(a, "/x").code == ErrorCode::kSessionExpired);
+}
+
+TEST_CASE("a replicated keepalive records the cluster time", "[statemachine][sessions]") {
+    Harness h;
+    SessionId a = h.open();
+    h.time_ms += 700;
+    h.run(a, KeepAlive{});
+    CHECK(h.sm.session(a)->last_keepalive_ms == h.time_ms);
+}
+
+TEST_CASE("cluster time never goes back when a new leader's clock is behind",
+          "[statemachine][sessions][time]") {
+    Harness h;
+    h.time_ms = 5000;
+    h.leader(Noop{});
+    h.time_ms = 4000;
+    h.leader(Noop{});
+    CHECK(h.sm.now_ms() == 5000);
+}
+
+TEST_CASE("sessions() lists every live session for a new leader to track",
+          "[statemachine][sessions]") {
+    Harness h;
+    SessionId a = h.open(3000);
+    SessionId b = h.open(4000);
+    std::vector<SessionInfo> all = h.sm.sessions();
+    REQUIRE(all.size() == 2);
+    CHECK(all[0].id == a);
+    CHECK(all[1].id == b);
+    CHECK(all[1].timeout_ms == 4000);
+}
+
+TEST_CASE("malformed entry bytes give MalformedCommand and change nothing else",
+          "[statemachine][sessions]") {
+    Harness h;
+    Harness twin;
+    h.open();
+    twin.open();
+    ApplyResult out = h.sm.apply(++h.index, "\x01\xFF");
+    twin.sm.apply(++twin.index, "");
+    CHECK(out.response.code == ErrorCode::kMalformedCommand);
+    CHECK(h.sm.last_applied() == h.index);
+    // Only last_applied moved, exactly as with an empty entry.
+    CHECK(h.sm.state_hash() == twin.sm.state_hash());
+}
+
+TEST_CASE("an empty entry (a new leader's no-op) only advances the applied index",
+          "[statemachine][sessions]") {
+    Harness h;
+    ApplyResult out = h.sm.apply(++h.index, "");
+    CHECK(out.response.code == ErrorCode::kOk);
+    CHECK(h.sm.last_applied() == 1);
+    CHECK(h.sm.now_ms() == 0);
+}
+
+}  // namespace
+}  // namespace raftlock::statemachine
