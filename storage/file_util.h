@@ -1,0 +1,36 @@
+#pragma once
+
+// Thin POSIX helpers for the files the store writes itself (snapshot data). Writes and syncs panic
+// on failure (fatal.h); reads return a Status-like error because they happen while opening, where
+// the caller reports them.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "raft/result.h"
+#include "storage/error.h"
+
+namespace raftlock::storage {
+
+// Creates the directory if it is missing (not its parents).
+std::optional<StorageError> ensure_directory(const std::string& path);
+
+// Writes `bytes` to `path` durably and atomically: to `path + ".tmp"`, fsync, rename over
+// `path`, fsync the directory. After a crash either the old file (or none) or the complete new
+// one exists, plus possibly a stray ".tmp" that the store removes when it opens.
+void write_file_durably(const std::string& dir, const std::string& name, std::string_view bytes);
+
+// Removes a file (missing is fine) and syncs the directory. Panics on other failures.
+void remove_file_durably(const std::string& dir, const std::string& name);
+
+// Syncs a directory's entries (after a rename, create or unlink in it).
+void fsync_directory(const std::string& dir);
+
+Result<std::string, StorageError> read_whole_file(const std::string& path);
+
+// File names in a directory (no "." or ".."), sorted.
+Result<std::vector<std::string>, StorageError> list_directory(const std::string& dir);
+
+}  // namespace raftlock::storage

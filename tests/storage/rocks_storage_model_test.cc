@@ -1,0 +1,113 @@
+// RocksStorage against the reference MemoryStorage: the same random operations, with reopens in
+// between, must leave both answering every read the same way.
+
+#include <catch2/catch.hpp>
+
+#include "raft/memory_storage.h"
+#include "raft/rng.h"
+#include "storage/rocks_storage.h"
+#include "tests/storage/test_util.h"
+
+namespace raftlock::storage {
+namespace {
+
+using raft::Index;
+using raft::Term;
+
+void check_same(const raft::MemoryStorage& model, const RocksStorage& store) {
+    REQUIRE(store.first_index() == model.first_index());
+    REQUIRE(store.last_index() == model.last_index());
+    CHECK(store.initial_state().hard_state == model.initial_state().hard_state);
+    CHECK(store.initial_state().snapshot_meta == model.initial_state().snapshot_meta);
+    for (Index i = model.first_index() - 1; i <= model.last_index() + 1; i++) {
+        auto want = model.term(i);
+        auto got = store.term(i);
+        REQUIRE(got.ok() == want.ok());
+        if (want.ok()) {
+            CHECK(*got == *want);
+        }
+    }
+    const Index lo = model.first_index();
+    const Index hi = model.last_index() + 1;
+    for (uint64_t max_bytes : {uint64_t{0}, uint64_t{100}, uint64_t{1000}, UINT64_MAX}) {
+        auto want = model.entries(lo, hi, max_bytes);
+        auto got = store.entries(lo, hi, max_bytes);
+        REQUIRE(got.ok() == want.ok());
+        CHECK(*got == *want);
+    }
+    auto want_snap = model.snapshot();
+    auto got_snap = store.snapshot();
+    REQUIRE(got_snap.ok() == want_snap.ok());
+    if (want_snap.ok()) {
+        CHECK(got_snap->metadata == want_snap->metadata);
+        CHECK(got_snap->data == want_snap->data);
+    }
+}
+
+// Appends a few entries, sometimes overwriting an uncommitted suffix with a higher term (as Raft
+// does: committed entries are never replaced).
+std::vector<raft::Entry> random_append(Rng& rng, const raft::MemoryStorage& model, Term& term) {
+    Index from = model.last_index() + 1;
+    const Index lowest = std::max(model.first_index(), model.initial_state().hard_state.commit + 1);
+    if (rng.next() % 3 == 0 && model.last_index() >= lowest) {
+        from = lowest + rng.next() % (model.last_index() - lowest + 1);
+        term++;
+    }
+    const Index count = 1 + rng.next() % 6;
+    std::vector<raft::Entry> entries;
+    for (Index i = from; i < from + count; i++) {
+        entries.push_back(test::make_entry(i, term, rng.next() % 80));
+    }
+    return entries;
+}
+
+TEST_CASE("random operations agree with MemoryStorage across reopens", "[storage][model]") {
+    const uint64_t seed = GENERATE(1, 2, 3, 4, 5);
+    Rng rng(seed);
+    test::TempDir dir;
+    RocksStorageOptions options;
+    options.entry_cache_bytes_max = 300;  // most reads go to RocksDB
+    options.snapshot_chunk_bytes = 16;
+    auto store = test::open_store(dir.path(), options);
+    raft::MemoryStorage model;
+    Term term = 1;
+    for (int step = 0; step < 200; step++) {
+        const uint64_t op = rng.next() % 10;
+        if (op < 5) {
+            const std::vector<raft::Entry> entries = random_append(rng, model, term);
+            model.append(entries);
+            store->append(entries);
+        } else if (op == 5) {
+            const raft::HardState hs{term, rng.next() % 4, model.last_index()};
+            model.set_hard_state(hs);
+            store->set_hard_state(hs);
+        } else if (op == 6 && model.last_index() >= model.first_index()) {
+            const Index at =
+                model.first_index() + rng.next() % (model.last_index() - model.first_index() + 1);
+            model.compact(at);
+            store->compact(at);
+        } else if (op == 7) {
+            const Index snap_index = model.initial_state().snapshot_meta.index;
+            const Index at = std::max(snap_index, model.first_index() - 1) + 1;
+            if (at <= model.last_index()) {
+                const std::string data = test::entry_data(at, term, rng.next() % 100);
+                model.create_snapshot(at, raft::ConfState{{1, 2}, {}}, data);
+                store->create_snapshot(at, raft::ConfState{{1, 2}, {}}, data);
+            }
+        } else if (op == 8) {
+            raft::Snapshot snap;
+            snap.metadata = {model.last_index() + rng.next() % 5, term, raft::ConfState{{1}, {3}}};
+            snap.data = test::entry_data(snap.metadata.index, term, 50);
+            if (snap.metadata.index > 0) {
+                CHECK(model.apply_snapshot(snap) == store->apply_snapshot(snap));
+            }
+        } else {
+            store.reset();
+            store = test::open_store(dir.path(), options);
+        }
+        check_same(model, *store);
+    }
+}
+
+}  // namespace
+}  // namespace raftlock::storage
