@@ -36,7 +36,8 @@ public:
     // is the snapshot's); kCompacted below, kUnavailable above.
     virtual StorageResult<Term> term(Index i) const = 0;
 
-    // Index of the first entry that may be read (snapshot index + 1).
+    // Index of the first entry that may be read. Everything before it was compacted; it is at
+    // most the snapshot index + 1 (compaction never passes the snapshot).
     virtual Index first_index() const = 0;
     // Index of the last entry (snapshot index when the log holds no entries).
     virtual Index last_index() const = 0;
