@@ -92,6 +92,7 @@ bool MemoryStorage::apply_snapshot(const Snapshot& snapshot) {
 
 void MemoryStorage::create_snapshot(Index index, const ConfState& conf_state, std::string data) {
     RL_ASSERT(index > snapshot_.metadata.index);
+    RL_ASSERT(index >= offset());  // its term must still be known
     RL_ASSERT(index <= last_index());
     snapshot_.metadata = SnapshotMetadata{index, entries_[index - offset()].term, conf_state};
     snapshot_.data = std::move(data);

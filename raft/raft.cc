@@ -1,6 +1,7 @@
 #include "raft/raft.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "raft/assert.h"
 #include "raft/conf_change.h"
@@ -151,7 +152,10 @@ void Raft::tick() {
 }
 
 void Raft::tick_election() {
-    ++election_elapsed_;
+    // Saturates: a learner or removed node ticks forever without campaigning.
+    if (election_elapsed_ < std::numeric_limits<int>::max()) {
+        ++election_elapsed_;
+    }
     if (promotable() && election_elapsed_ >= randomized_election_timeout_) {
         election_elapsed_ = 0;
         hup(/*transfer=*/false);
