@@ -31,7 +31,8 @@ bool get_varint(const std::string& in, size_t* pos, uint64_t* v) {
         }
         *v |= static_cast<uint64_t>(byte & 0x7f) << shift;
         if ((byte & 0x80) == 0) {
-            return byte != 0 || shift == 0;  // a trailing zero byte is a longer form of a shorter one
+            return byte != 0 ||
+                   shift == 0;  // a trailing zero byte is a longer form of a shorter one
         }
     }
     return false;
