@@ -1,0 +1,128 @@
+#include "tests/sim/faults.h"
+
+#include <fmt/format.h>
+
+#include "raft/assert.h"
+
+namespace raftlock::sim {
+
+namespace {
+
+constexpr size_t kActions = static_cast<size_t>(NemesisAction::kCount);
+
+template <typename T, size_t N>
+T pick(Rng& rng, const T (&choices)[N]) {
+    return choices[rng.uniform(N)];
+}
+
+}  // namespace
+
+std::string_view to_string(NemesisAction action) {
+    switch (action) {
+        case NemesisAction::kCrashNode:
+            return "crash-node";
+        case NemesisAction::kCrashLeader:
+            return "crash-leader";
+        case NemesisAction::kSplit:
+            return "split";
+        case NemesisAction::kIsolateLeader:
+            return "isolate-leader";
+        case NemesisAction::kOneWay:
+            return "one-way";
+        case NemesisAction::kHealNetwork:
+            return "heal-network";
+        case NemesisAction::kNetworkProfile:
+            return "network-profile";
+        case NemesisAction::kMembership:
+            return "membership";
+        case NemesisAction::kTransfer:
+            return "transfer";
+        case NemesisAction::kDualCampaign:
+            return "dual-campaign";
+        case NemesisAction::kLeaderChurn:
+            return "leader-churn";
+        case NemesisAction::kPause:
+            return "pause";
+        case NemesisAction::kPowerLoss:
+            return "power-loss";
+        case NemesisAction::kCount:
+            break;
+    }
+    return "unknown";
+}
+
+std::string FaultProfile::describe() const {
+    std::string mix;
+    for (size_t i = 0; i < kActions; ++i) {
+        if (weights[i] > 0) {
+            mix += fmt::format(" {}={}", to_string(static_cast<NemesisAction>(i)), weights[i]);
+        }
+    }
+    return fmt::format(
+        "nemesis every {}..{}us:{}; stage crashes {}/1e6 readies, vote-window crashes {}/1000; "
+        "downtime {}..{}us; clock drift {}/1000",
+        nemesis_interval_min_us, nemesis_interval_max_us, mix, stage_crash_ppm,
+        vote_crash_per_mille, downtime_min_us, downtime_max_us, clock_drift_per_mille);
+}
+
+FaultProfile pick_fault_profile(Rng& rng) {
+    FaultProfile p;
+    const uint64_t intervals_us[] = {30'000, 80'000, 200'000};
+    p.nemesis_interval_min_us = pick(rng, intervals_us);
+    p.nemesis_interval_max_us = p.nemesis_interval_min_us * 4;
+    // Every action is likely enabled; a third of them get a low weight, so some seeds hammer
+    // one kind of fault.
+    const uint32_t weight_choices[] = {0, 1, 3, 6, 6, 10};
+    for (size_t i = 0; i < kActions; ++i) {
+        p.weights[i] = pick(rng, weight_choices);
+    }
+    p.weights[static_cast<size_t>(NemesisAction::kHealNetwork)] += 4;
+    const uint32_t stage_ppm[] = {0, 500, 2000, 10'000};
+    p.stage_crash_ppm = pick(rng, stage_ppm);
+    const uint32_t vote_crash[] = {0, 100, 300, 600};
+    p.vote_crash_per_mille = pick(rng, vote_crash);
+    const uint64_t downtimes_us[] = {1'000, 50'000, 300'000};
+    p.downtime_min_us = 0;
+    p.downtime_max_us = pick(rng, downtimes_us);
+    const uint32_t drifts[] = {0, 20, 100, 250};
+    p.clock_drift_per_mille = pick(rng, drifts);
+    return p;
+}
+
+NetworkProfile calm_network_profile() {
+    return NetworkProfile{.delay_min_us = 200, .delay_max_us = 2'000};
+}
+
+NetworkProfile pick_network_profile(Rng& rng) {
+    NetworkProfile n;
+    const uint32_t drops[] = {0, 0, 10, 50, 200};
+    n.drop_per_mille = pick(rng, drops);
+    const uint32_t dups[] = {0, 10, 100};
+    n.duplicate_per_mille = pick(rng, dups);
+    const uint64_t mins_us[] = {50, 200, 1'000};
+    n.delay_min_us = pick(rng, mins_us);
+    const uint64_t spreads_us[] = {500, 3'000, 20'000};
+    n.delay_max_us = n.delay_min_us + pick(rng, spreads_us);
+    const uint32_t spikes[] = {0, 10, 50};
+    n.spike_per_mille = pick(rng, spikes);
+    n.spike_max_us = n.spike_per_mille > 0 ? 80'000 : 0;
+    return n;
+}
+
+NemesisAction pick_action(const FaultProfile& profile, Rng& rng) {
+    uint64_t total = 0;
+    for (uint32_t w : profile.weights) {
+        total += w;
+    }
+    RL_ASSERT(total > 0);  // heal-network always has weight
+    uint64_t x = rng.uniform(total);
+    for (size_t i = 0; i < kActions; ++i) {
+        if (x < profile.weights[i]) {
+            return static_cast<NemesisAction>(i);
+        }
+        x -= profile.weights[i];
+    }
+    RL_PANIC("unreachable: weights changed while picking");
+}
+
+}  // namespace raftlock::sim

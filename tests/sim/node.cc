@@ -1,0 +1,266 @@
+#include "tests/sim/node.h"
+
+#include <utility>
+
+#include "raft/assert.h"
+#include "raft/raft.h"
+#include "raft/text.h"
+
+namespace raftlock::sim {
+
+namespace {
+
+// Readies per input: a node settles in a handful; the bound only stops a runaway core.
+constexpr uint32_t kMaxReadiesPerInput = 1000;
+// ReadStates waiting for the application to catch up; older ones are dropped (clients retry).
+constexpr size_t kMaxPendingReads = 256;
+
+bool grants_vote(const std::vector<raft::Message>& messages) {
+    for (const raft::Message& m : messages) {
+        if (m.type == raft::MessageType::kVoteResponse && !m.reject) {
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+std::string_view to_string(raft::DriverStage stage) {
+    switch (stage) {
+        case raft::DriverStage::kEarlySent:
+            return "early-sent";
+        case raft::DriverStage::kPersisted:
+            return "persisted";
+        case raft::DriverStage::kSent:
+            return "sent";
+        case raft::DriverStage::kApplied:
+            return "applied";
+    }
+    return "unknown";
+}
+
+SimNode::SimNode(raft::NodeId id,
+                 const NodeParams& params,
+                 uint64_t disk_seed,
+                 NodeEnv& env,
+                 Checker& checker,
+                 Trace& trace)
+    : id_(id), params_(params), disk_rng_(disk_seed), env_(env), checker_(checker), trace_(trace) {}
+
+SimNode::~SimNode() = default;
+
+void SimNode::bootstrap(const raft::Bootstrap& boot) {
+    RL_ASSERT(!up());
+    checker_.on_entries_written(id_, boot.hard_state.term, disk_.storage(), {boot.entry});
+    disk_.bootstrap(boot);
+    // The application applies the bootstrap entry too (Config::applied = 1), so its digest
+    // matches a node that later receives the entry by replication.
+    (void)app_.apply(boot.entry);
+    checker_.on_applied(id_, boot.entry, app_.digest());
+}
+
+bool SimNode::start(uint64_t raft_seed) {
+    RL_ASSERT(!up());
+    ++incarnation_;
+    const raft::InitialState initial = disk_.storage().initial_state();
+    if (initial.snapshot_meta.index > 0) {
+        raft::StorageResult<raft::Snapshot> snap = disk_.storage().snapshot();
+        RL_ASSERT(snap.ok());
+        std::optional<RegisterApp> restored =
+            RegisterApp::from_snapshot(snap->metadata.index, snap->data);
+        RL_ASSERT_MSG(restored.has_value(), "stored snapshot does not decode");
+        app_ = std::move(*restored);
+        app_.set_conf(snap->metadata.conf_state);
+        checker_.on_snapshot_restored(id_, app_.applied(), app_.digest());
+    }
+    checker_.audit_log(id_, disk_.durable());
+    raft::Config config = params_.raft;
+    config.id = id_;
+    config.seed = raft_seed;
+    config.applied = app_.applied();
+    trace_.log("n{} start #{} from {} applied={} log=[{},{}]", id_, incarnation_,
+               raft::to_string(initial.hard_state), config.applied, disk_.storage().first_index(),
+               disk_.storage().last_index());
+    raw_ = std::make_unique<raft::RawNode>(config, disk_.storage());
+    raft::DriverHost& host = *this;
+    driver_ = std::make_unique<raft::Driver>(*raw_, host);
+    checker_.observe(id_, *raw_);
+    return drive();
+}
+
+void SimNode::crash(std::string_view why) {
+    RL_ASSERT(up());
+    driver_.reset();
+    raw_.reset();
+    const CrashLoss loss = disk_.crash(disk_rng_);
+    app_ = RegisterApp();
+    pending_reads_.clear();
+    crash_mid_persist_ = false;
+    trace_.log("n{} CRASH {} (kept {} of {} unsynced writes)", id_, why, loss.kept_writes,
+               loss.unsynced_writes);
+}
+
+bool SimNode::drive() {
+    crashed_at_.reset();
+    const raft::DriveResult result = driver_->run(kMaxReadiesPerInput);
+    if (result == raft::DriveResult::kStopped) {
+        RL_ASSERT(crashed_at_.has_value());
+        crash(crash_mid_persist_ ? "mid-persist, before the sync"
+                                 : fmt::format("at driver stage {}", to_string(*crashed_at_)));
+        return false;
+    }
+    checker_.observe(id_, *raw_);
+    maybe_snapshot();
+    return true;
+}
+
+bool SimNode::tick() {
+    raw_->tick();
+    return drive();
+}
+
+bool SimNode::step(raft::Message message) {
+    raw_->step(std::move(message));
+    return drive();
+}
+
+bool SimNode::propose(std::string data, raft::Status* status) {
+    *status = raw_->propose(std::move(data));
+    return drive();
+}
+
+bool SimNode::read_index(std::string context) {
+    raw_->read_index(std::move(context));
+    return drive();
+}
+
+bool SimNode::propose_conf_change(const raft::ConfChange& change, raft::Status* status) {
+    *status = raw_->propose_conf_change(change);
+    return drive();
+}
+
+bool SimNode::transfer_leadership(raft::NodeId to) {
+    raw_->transfer_leadership(to);
+    return drive();
+}
+
+bool SimNode::campaign() {
+    raw_->campaign();
+    return drive();
+}
+
+void SimNode::maybe_snapshot() {
+    if (params_.snapshot_every_entries == 0) {
+        return;
+    }
+    const raft::Index snapshot_index = disk_.storage().initial_state().snapshot_meta.index;
+    const raft::Index applied = app_.applied();
+    if (applied < snapshot_index + params_.snapshot_every_entries) {
+        return;
+    }
+    const raft::Index lag = std::min<raft::Index>(params_.compaction_lag_entries, applied);
+    trace_.log("n{} snapshot at {} (compact to {})", id_, applied, applied - lag);
+    disk_.save_app_snapshot(applied, app_.conf(), app_.snapshot_data(), applied - lag);
+}
+
+void SimNode::on_ready(const raft::Ready& ready) {
+    ready_traits_ = ReadyTraits{grants_vote(ready.messages) || grants_vote(ready.early_messages)};
+    if (trace_.enabled()) {
+        trace_.log("n{} ready", id_);
+        trace_.block(raft::to_string(ready, "             "));
+    }
+}
+
+void SimNode::send(std::vector<raft::Message>&& messages) {
+    env_.send(id_, std::move(messages));
+}
+
+void SimNode::persist(const raft::Ready& ready, bool sync) {
+    if (ready.snapshot) {
+        checker_.on_snapshot_written(id_, ready.snapshot->metadata);
+        disk_.write_snapshot(*ready.snapshot);
+    }
+    if (!ready.entries.empty()) {
+        checker_.on_entries_written(id_, raw_->raft().term(), disk_.storage(), ready.entries);
+        disk_.write_entries(ready.entries);
+    }
+    if (ready.hard_state) {
+        disk_.write_hard_state(*ready.hard_state);
+    }
+    if (!sync) {
+        return;
+    }
+    if (env_.crash_mid_persist(id_, ready_traits_)) {
+        crash_mid_persist_ = true;  // proceed() stops the driver; the writes stay unsynced
+        return;
+    }
+    disk_.sync();
+}
+
+void SimNode::apply_snapshot(const raft::Snapshot& snapshot) {
+    std::optional<RegisterApp> restored =
+        RegisterApp::from_snapshot(snapshot.metadata.index, snapshot.data);
+    if (!restored) {
+        checker_.fail(fmt::format("node {} received a snapshot that does not decode", id_));
+        return;
+    }
+    app_ = std::move(*restored);
+    app_.set_conf(snapshot.metadata.conf_state);
+    ++snapshots_installed_;
+    checker_.on_snapshot_restored(id_, app_.applied(), app_.digest());
+    trace_.log("n{} restored snapshot {}", id_, raft::to_string(snapshot.metadata));
+}
+
+void SimNode::apply_entries(const std::vector<raft::Entry>& entries) {
+    checker_.observe(id_, *raw_);  // the committed record must cover what is applied
+    for (const raft::Entry& e : entries) {
+        if (e.index != app_.applied() + 1) {
+            checker_.fail(fmt::format("node {} was given entry {} to apply after {}", id_, e.index,
+                                      app_.applied()));
+            return;
+        }
+        const ApplyOutcome outcome = app_.apply(e);
+        checker_.on_applied(id_, e, app_.digest());
+        if (outcome.executed) {
+            checker_.on_executed(id_, outcome.command->client, outcome.command->seq, e.index);
+        }
+        if (outcome.command) {
+            env_.on_command_applied(id_, outcome, e.index);
+        }
+    }
+    serve_ready_reads();
+}
+
+void SimNode::serve_reads(const std::vector<raft::ReadState>& read_states) {
+    for (const raft::ReadState& rs : read_states) {
+        if (pending_reads_.size() >= kMaxPendingReads) {
+            pending_reads_.erase(pending_reads_.begin());
+        }
+        pending_reads_.push_back(PendingRead{rs.index, rs.context});
+    }
+    serve_ready_reads();
+}
+
+void SimNode::serve_ready_reads() {
+    // Each read waits for its own index: ReadStates from different leaders need not be ordered.
+    std::vector<PendingRead> waiting;
+    for (PendingRead& r : pending_reads_) {
+        if (r.index <= app_.applied()) {
+            env_.on_read_served(id_, r.context, r.index, app_);
+        } else {
+            waiting.push_back(std::move(r));
+        }
+    }
+    pending_reads_ = std::move(waiting);
+}
+
+bool SimNode::proceed(raft::DriverStage stage) {
+    if (!crash_mid_persist_ && !env_.crash_at(id_, stage, ready_traits_)) {
+        return true;
+    }
+    crashed_at_ = stage;
+    return false;
+}
+
+}  // namespace raftlock::sim

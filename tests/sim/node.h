@@ -1,0 +1,136 @@
+#pragma once
+
+// One simulated server: a simulated disk, the register application and a RawNode driven by the
+// shared Driver (raft/driver.h). The node is the Driver's host: it persists to its SimDisk,
+// hands messages to the network, applies entries and serves reads, and at every driver stage
+// asks the fault injector whether to crash right there. A crash loses the RawNode, the
+// application and the unsynced part of the disk; a restart rebuilds them from the durable disk.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "raft/conf_change.h"
+#include "raft/config.h"
+#include "raft/driver.h"
+#include "raft/raw_node.h"
+#include "raft/rng.h"
+#include "tests/sim/app.h"
+#include "tests/sim/disk.h"
+#include "tests/sim/invariants.h"
+#include "tests/sim/trace.h"
+
+namespace raftlock::sim {
+
+// What a node tells the fault injector about the Ready it is handling.
+struct ReadyTraits {
+    bool grants_vote = false;  // carries a granted vote (in either message list)
+};
+
+// The node's view of the rest of the simulation.
+class NodeEnv {
+public:
+    virtual ~NodeEnv() = default;
+    virtual void send(raft::NodeId from, std::vector<raft::Message>&& messages) = 0;
+    // Crash at this driver stage? (Crashes are the fault injector's decision.)
+    virtual bool crash_at(raft::NodeId id, raft::DriverStage stage, const ReadyTraits& ready) = 0;
+    // Crash in the middle of this persist, after the writes and before the sync?
+    virtual bool crash_mid_persist(raft::NodeId id, const ReadyTraits& ready) = 0;
+    virtual void on_command_applied(raft::NodeId id,
+                                    const ApplyOutcome& outcome,
+                                    raft::Index index) = 0;
+    virtual void on_read_served(raft::NodeId id,
+                                const std::string& context,
+                                raft::Index read_index,
+                                const RegisterApp& app) = 0;
+};
+
+struct NodeParams {
+    raft::Config raft;  // id, seed and applied are filled in per start
+    // The application snapshots after this many applied entries (0: never) and keeps this many
+    // entries behind the snapshot in the log, so slow followers can still catch up from the log.
+    uint32_t snapshot_every_entries = 0;
+    uint32_t compaction_lag_entries = 0;
+};
+
+class SimNode final : private raft::DriverHost {
+public:
+    // `disk_seed` decides which unsynced writes survive crashes.
+    SimNode(raft::NodeId id,
+            const NodeParams& params,
+            uint64_t disk_seed,
+            NodeEnv& env,
+            Checker& checker,
+            Trace& trace);
+    ~SimNode() override;
+
+    raft::NodeId id() const { return id_; }
+    bool up() const { return raw_ != nullptr; }
+    uint32_t incarnation() const { return incarnation_; }
+    const raft::RawNode& raw() const { return *raw_; }
+    const SimDisk& disk() const { return disk_; }
+    const RegisterApp& app() const { return app_; }
+    uint64_t snapshots_installed() const { return snapshots_installed_; }
+
+    // A founding member writes the bootstrap state before its first start.
+    void bootstrap(const raft::Bootstrap& boot);
+    // (Re)starts from the durable disk; `raft_seed` seeds the core's election jitter. False when
+    // the node crashed again while handling its first Ready.
+    bool start(uint64_t raft_seed);
+    // Power loss: everything in memory and the unsynced writes are gone.
+    void crash(std::string_view why);
+
+    // Inputs. Each runs the driver afterwards; false when the node crashed while doing so.
+    bool tick();
+    bool step(raft::Message message);
+    bool propose(std::string data, raft::Status* status);
+    bool read_index(std::string context);
+    bool propose_conf_change(const raft::ConfChange& change, raft::Status* status);
+    bool transfer_leadership(raft::NodeId to);
+    bool campaign();
+
+    // Set when the last input crashed the node (which stage, for the trace).
+    std::optional<raft::DriverStage> crashed_at() const { return crashed_at_; }
+
+private:
+    struct PendingRead {
+        raft::Index index = 0;
+        std::string context;
+    };
+
+    bool drive();
+    void maybe_snapshot();
+    void serve_ready_reads();
+
+    // raft::DriverHost
+    void on_ready(const raft::Ready& ready) override;
+    void send(std::vector<raft::Message>&& messages) override;
+    void persist(const raft::Ready& ready, bool sync) override;
+    void apply_snapshot(const raft::Snapshot& snapshot) override;
+    void apply_entries(const std::vector<raft::Entry>& entries) override;
+    void serve_reads(const std::vector<raft::ReadState>& read_states) override;
+    bool proceed(raft::DriverStage stage) override;
+
+    raft::NodeId id_;
+    NodeParams params_;
+    Rng disk_rng_;
+    NodeEnv& env_;
+    Checker& checker_;
+    Trace& trace_;
+    SimDisk disk_;
+    RegisterApp app_;
+    std::unique_ptr<raft::RawNode> raw_;
+    std::unique_ptr<raft::Driver> driver_;
+    uint32_t incarnation_ = 0;
+    ReadyTraits ready_traits_;
+    bool crash_mid_persist_ = false;
+    std::optional<raft::DriverStage> crashed_at_;
+    std::vector<PendingRead> pending_reads_;
+    uint64_t snapshots_installed_ = 0;
+};
+
+std::string_view to_string(raft::DriverStage stage);
+
+}  // namespace raftlock::sim
