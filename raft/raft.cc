@@ -286,7 +286,14 @@ bool Raft::step_term(const Message& m) {
         const bool from_leader = m.type == MessageType::kAppend ||
                                  m.type == MessageType::kHeartbeat ||
                                  m.type == MessageType::kSnapshot;
+        // Figure 2: the election timer restarts on hearing from a leader or granting a vote, not
+        // on merely seeing a higher term. A stale candidate with a fast clock would otherwise
+        // keep every up-to-date node from ever timing out (found by the simulator, PreVote off).
+        const int elapsed = election_elapsed_;
         become_follower(m.term, from_leader ? m.from : kNoNode);
+        if (m.type == MessageType::kVote) {
+            election_elapsed_ = elapsed;  // handle_vote_request resets it if the vote is granted
+        }
         return true;
     }
     if (m.term < current_term_) {
