@@ -170,7 +170,7 @@ SimResult Cluster::run() {
     r.ops_ok = workload_->stats().ok;
     r.ops_fail = workload_->stats().fail;
     r.ops_info = workload_->stats().info;
-    if (phase_ != Phase::kFaults) {
+    if (phase_ == Phase::kSettle) {
         r.liveness_ticks = (settle_start_us_ - heal_start_us_) / kTickUs;
     }
     for (const auto& n : nodes_) {
