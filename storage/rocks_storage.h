@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -111,7 +112,9 @@ private:
         std::optional<SnapshotRecord> snapshot;
         bool replace_log = false;               // with a snapshot: every entry goes
         std::optional<raft::Index> compact_to;  // entries up to here go
-        std::vector<raft::Entry> entries;       // appended, truncating a conflicting suffix first
+        // Appended, truncating a conflicting suffix first. A view: the caller's entries outlive
+        // write(), so a Ready's batch is not copied on the way to disk.
+        std::span<const raft::Entry> entries;
     };
 
     RocksStorage(std::string dir, const RocksStorageOptions& options);
@@ -128,12 +131,12 @@ private:
     void write(Change change, bool sync);
     void stage_log_changes(rocksdb::WriteBatch& batch, const Change& change) const;
     void stage_entries(rocksdb::WriteBatch& batch,
-                       const std::vector<raft::Entry>& entries,
+                       std::span<const raft::Entry> entries,
                        const LogStart& start,
                        raft::Index last) const;
     void apply_to_memory(const Change& change);
     // How many leading entries are at or below the log start `start` (skipped as compacted).
-    static size_t compacted_prefix(const std::vector<raft::Entry>& entries, raft::Index start);
+    static size_t compacted_prefix(std::span<const raft::Entry> entries, raft::Index start);
 
     // rocks_storage.cc
     void read_from_db(raft::Index lo,

@@ -23,7 +23,7 @@ void check_batch_status(const rocksdb::Status& s, std::string_view what) {
 }
 
 // Entries must be consecutive with non-decreasing terms, or the log matching property breaks.
-void check_entries(const std::vector<raft::Entry>& entries) {
+void check_entries(std::span<const raft::Entry> entries) {
     for (size_t i = 1; i < entries.size(); i++) {
         RL_ASSERT(entries[i].index == entries[i - 1].index + 1);
         RL_ASSERT(entries[i].term >= entries[i - 1].term);
@@ -193,7 +193,7 @@ void RocksStorage::stage_log_changes(rocksdb::WriteBatch& batch, const Change& c
 }
 
 void RocksStorage::stage_entries(rocksdb::WriteBatch& batch,
-                                 const std::vector<raft::Entry>& entries,
+                                 std::span<const raft::Entry> entries,
                                  const LogStart& start,
                                  raft::Index last) const {
     const size_t skip = compacted_prefix(entries, start.index);
@@ -219,7 +219,7 @@ void RocksStorage::stage_entries(rocksdb::WriteBatch& batch,
     }
 }
 
-size_t RocksStorage::compacted_prefix(const std::vector<raft::Entry>& entries, raft::Index start) {
+size_t RocksStorage::compacted_prefix(std::span<const raft::Entry> entries, raft::Index start) {
     if (entries.empty() || entries.front().index > start) {
         return 0;
     }
