@@ -5,7 +5,6 @@
 
 #include "raft/assert.h"
 #include "raft/conf_change.h"
-#include "raft/text.h"
 
 namespace raftlock::raft {
 
