@@ -179,37 +179,10 @@ std::string decode(std::string_view line, Event& event, bool* skip) {
 }  // namespace
 
 Result<History, InputError> parse_jepsen_log(std::string_view text, std::string source) {
-    History history;
-    history.source = std::move(source);
-    std::optional<InputError> error;
-    int64_t long_line = 0;
-    bool lines_ok = for_each_line(text, &long_line, [&](int64_t number, std::string_view line) {
-        if (trim(line).empty()) {
-            return true;
-        }
-        Event event;
-        event.line = number;
-        bool skip = false;
-        std::string message = decode(line, event, &skip);
-        if (message.empty() && history.events.size() >= kEventsMax) {
-            message = "too many records";
-        }
-        if (!message.empty()) {
-            error = InputError{number, std::move(message)};
-            return false;
-        }
-        if (!skip) {
-            history.events.push_back(std::move(event));
-        }
-        return true;
-    });
-    if (!lines_ok) {
-        return InputError{long_line, "line longer than 1 MiB"};
-    }
-    if (error) {
-        return *error;
-    }
-    return history;
+    return parse_records(text, std::move(source),
+                         [](std::string_view line, Event& event, bool* skip) -> std::string {
+                             return decode(line, event, skip);
+                         });
 }
 
 }  // namespace raftlock::jepsen

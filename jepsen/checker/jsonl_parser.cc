@@ -152,46 +152,23 @@ std::string check_order(const Json& json, const Event& event, Order& order) {
 }  // namespace
 
 Result<History, InputError> parse_jsonl(std::string_view text, std::string source) {
-    History history;
-    history.source = std::move(source);
-    std::optional<InputError> error;
     Order order;
-    int64_t long_line = 0;
-    bool lines_ok = for_each_line(text, &long_line, [&](int64_t number, std::string_view line) {
-        if (line.find_first_not_of(" \t") == std::string_view::npos) {
-            return true;
-        }
-        Json json = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-        if (json.is_discarded()) {
-            error = InputError{number, "not valid JSON"};
-            return false;
-        }
-        if (is_nemesis(json)) {
-            return true;
-        }
-        Event event;
-        event.line = number;
-        std::string message = decode(json, event);
-        if (message.empty()) {
-            message = check_order(json, event, order);
-        }
-        if (message.empty() && history.events.size() >= kEventsMax) {
-            message = "too many records";
-        }
-        if (!message.empty()) {
-            error = InputError{number, std::move(message)};
-            return false;
-        }
-        history.events.push_back(std::move(event));
-        return true;
-    });
-    if (!lines_ok) {
-        return InputError{long_line, "line longer than 1 MiB"};
-    }
-    if (error) {
-        return *error;
-    }
-    return history;
+    return parse_records(text, std::move(source),
+                         [&](std::string_view line, Event& event, bool* skip) -> std::string {
+                             Json json = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+                             if (json.is_discarded()) {
+                                 return "not valid JSON";
+                             }
+                             if (is_nemesis(json)) {
+                                 *skip = true;
+                                 return "";
+                             }
+                             std::string message = decode(json, event);
+                             if (message.empty()) {
+                                 message = check_order(json, event, order);
+                             }
+                             return message;
+                         });
 }
 
 }  // namespace raftlock::jepsen

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,45 @@ bool for_each_line(std::string_view text, int64_t* bad_line, F&& on_line) {
         start = end + 1;
     }
     return true;
+}
+
+// The record loop both formats share: skips blank lines, hands every other line to
+// `decode(line, event, &skip)`, which fills the event (or sets skip) and returns an error message
+// or "", and enforces the record limit. The first bad line ends the parse with its number.
+template <typename F>
+Result<History, InputError> parse_records(std::string_view text, std::string source, F&& decode) {
+    History history;
+    history.source = std::move(source);
+    std::optional<InputError> error;
+    int64_t long_line = 0;
+    const bool lines_ok =
+        for_each_line(text, &long_line, [&](int64_t number, std::string_view line) {
+            if (line.find_first_not_of(" \t") == std::string_view::npos) {
+                return true;
+            }
+            Event event;
+            event.line = number;
+            bool skip = false;
+            std::string message = decode(line, event, &skip);
+            if (message.empty() && !skip && history.events.size() >= kEventsMax) {
+                message = "too many records";
+            }
+            if (!message.empty()) {
+                error = InputError{number, std::move(message)};
+                return false;
+            }
+            if (!skip) {
+                history.events.push_back(std::move(event));
+            }
+            return true;
+        });
+    if (!lines_ok) {
+        return InputError{long_line, "line longer than 1 MiB"};
+    }
+    if (error) {
+        return *error;
+    }
+    return history;
 }
 
 }  // namespace raftlock::jepsen
