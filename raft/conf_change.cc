@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "raft/byte_io.h"
+
 namespace raftlock::raft {
 
 namespace {
@@ -10,49 +12,22 @@ constexpr uint8_t kConfChangeVersion = 1;
 // More members than any real cluster has; bounds what a decoder accepts.
 constexpr uint64_t kMaxMembers = 1024;
 
-void put_varint(std::string* out, uint64_t v) {
-    while (v >= 0x80) {
-        out->push_back(static_cast<char>((v & 0x7f) | 0x80));
-        v >>= 7;
-    }
-    out->push_back(static_cast<char>(v));
-}
-
-// Accepts only the canonical (shortest) encoding, so every record has exactly one byte form.
-bool get_varint(const std::string& in, size_t* pos, uint64_t* v) {
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*pos >= in.size()) {
-            return false;
-        }
-        const auto byte = static_cast<uint8_t>(in[(*pos)++]);
-        if (shift == 63 && byte > 1) {
-            return false;  // more than 64 bits
-        }
-        *v |= static_cast<uint64_t>(byte & 0x7f) << shift;
-        if ((byte & 0x80) == 0) {
-            return byte != 0 ||
-                   shift == 0;  // a trailing zero byte is a longer form of a shorter one
-        }
-    }
-    return false;
-}
-
-void put_ids(std::string* out, const std::vector<NodeId>& ids) {
-    put_varint(out, ids.size());
+void put_ids(Writer& w, const std::vector<NodeId>& ids) {
+    w.varint(ids.size());
     for (NodeId id : ids) {
-        put_varint(out, id);
+        w.varint(id);
     }
 }
 
-bool get_ids(const std::string& in, size_t* pos, std::vector<NodeId>* ids) {
-    uint64_t n = 0;
-    if (!get_varint(in, pos, &n) || n > kMaxMembers) {
+bool get_ids(Reader& r, std::vector<NodeId>* ids) {
+    const uint64_t n = r.varint_in(0, kMaxMembers);
+    if (!r.ok()) {
         return false;
     }
     ids->resize(n);
     for (NodeId& id : *ids) {
-        if (!get_varint(in, pos, &id) || id == kNoNode) {
+        id = r.varint();
+        if (!r.ok() || id == kNoNode) {
             return false;
         }
     }
@@ -97,47 +72,46 @@ bool is_learner(const ConfState& conf, NodeId id) {
 
 std::string encode_conf_change(const ConfChangeRecord& record) {
     std::string out;
-    out.push_back(static_cast<char>(kConfChangeVersion));
-    out.push_back(record.change ? 1 : 0);
+    Writer w(&out);
+    w.u8(kConfChangeVersion);
+    w.u8(record.change ? 1 : 0);
     if (record.change) {
-        out.push_back(static_cast<char>(record.change->type));
-        put_varint(&out, record.change->node_id);
+        w.u8(static_cast<uint8_t>(record.change->type));
+        w.varint(record.change->node_id);
     }
-    put_ids(&out, record.conf_state.voters);
-    put_ids(&out, record.conf_state.learners);
+    put_ids(w, record.conf_state.voters);
+    put_ids(w, record.conf_state.learners);
     return out;
 }
 
 Result<ConfChangeRecord, Error> decode_conf_change(const std::string& data) {
-    size_t pos = 0;
-    if (data.size() < 2 || static_cast<uint8_t>(data[0]) != kConfChangeVersion) {
+    Reader r(data);
+    if (r.u8() != kConfChangeVersion || !r.ok()) {
         return invalid("configuration entry: unknown version");
     }
-    pos = 1;
     ConfChangeRecord record;
-    const auto has_change = static_cast<uint8_t>(data[pos++]);
-    if (has_change > 1) {
+    const uint8_t has_change = r.u8();
+    if (!r.ok() || has_change > 1) {
         return invalid("configuration entry: bad change flag");
     }
     if (has_change == 1) {
-        if (pos >= data.size()) {
+        const uint8_t type = r.u8();
+        if (!r.ok()) {
             return invalid("configuration entry: truncated");
         }
-        const auto type = static_cast<uint8_t>(data[pos++]);
         if (type > static_cast<uint8_t>(ConfChangeType::kRemoveNode)) {
             return invalid("configuration entry: unknown change type");
         }
-        ConfChange change{static_cast<ConfChangeType>(type), kNoNode};
-        if (!get_varint(data, &pos, &change.node_id) || change.node_id == kNoNode) {
+        const NodeId node_id = r.varint();
+        if (!r.ok() || node_id == kNoNode) {
             return invalid("configuration entry: bad node id");
         }
-        record.change = change;
+        record.change = ConfChange{static_cast<ConfChangeType>(type), node_id};
     }
-    if (!get_ids(data, &pos, &record.conf_state.voters) ||
-        !get_ids(data, &pos, &record.conf_state.learners)) {
+    if (!get_ids(r, &record.conf_state.voters) || !get_ids(r, &record.conf_state.learners)) {
         return invalid("configuration entry: bad member list");
     }
-    if (pos != data.size()) {
+    if (!r.at_end()) {
         return invalid("configuration entry: trailing bytes");
     }
     for (NodeId id : record.conf_state.learners) {

@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "raft/byte_io.h"
 #include "raft/result.h"
-#include "statemachine/byte_io.h"
 #include "statemachine/command.h"
 #include "statemachine/output.h"
 

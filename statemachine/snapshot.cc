@@ -17,7 +17,8 @@
 #include <algorithm>
 
 #include "raft/assert.h"
-#include "statemachine/byte_io.h"
+#include "raft/byte_io.h"
+#include "raft/crc32c.h"
 #include "statemachine/codec.h"
 #include "statemachine/state_machine.h"
 

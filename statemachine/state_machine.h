@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "raft/byte_io.h"
 #include "raft/result.h"
-#include "statemachine/byte_io.h"
 #include "statemachine/command.h"
 #include "statemachine/output.h"
 #include "statemachine/types.h"

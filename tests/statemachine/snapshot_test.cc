@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "harness.h"
+#include "raft/crc32c.h"
 
 namespace raftlock::statemachine {
 namespace {

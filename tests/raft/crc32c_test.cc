@@ -1,13 +1,13 @@
-#include "storage/crc32c.h"
+#include "raft/crc32c.h"
 
 #include <string>
 
 #include <catch2/catch.hpp>
 
-namespace raftlock::storage {
+namespace raftlock {
 namespace {
 
-TEST_CASE("crc32c matches the published check values", "[storage][crc32c]") {
+TEST_CASE("crc32c matches the published check values", "[raft][crc32c]") {
     // RFC 3720 appendix B.4 and the common "123456789" check value.
     CHECK(crc32c("") == 0);
     CHECK(crc32c("123456789") == 0xe3069283);
@@ -15,7 +15,7 @@ TEST_CASE("crc32c matches the published check values", "[storage][crc32c]") {
     CHECK(crc32c(std::string(32, '\xff')) == 0x62a8ab43);
 }
 
-TEST_CASE("crc32c hardware and table versions agree and extend in pieces", "[storage][crc32c]") {
+TEST_CASE("crc32c hardware and table versions agree and extend in pieces", "[raft][crc32c]") {
     std::string data;
     for (int i = 0; i < 1000; i++) {
         data.push_back(static_cast<char>(i * 7 + i / 13));
@@ -30,4 +30,4 @@ TEST_CASE("crc32c hardware and table versions agree and extend in pieces", "[sto
 }
 
 }  // namespace
-}  // namespace raftlock::storage
+}  // namespace raftlock

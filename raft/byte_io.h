@@ -1,6 +1,7 @@
 #pragma once
 
-// Little helpers for the hand-written binary formats (commands, snapshots). The Reader never reads
+// Little helpers for the hand-written binary formats (commands, snapshots, configuration
+// entries). The Reader never reads
 // past its input: any short or malformed field sets a sticky failure flag and yields zero values,
 // so decoders check `ok()` once at the end instead of after every field.
 
@@ -8,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace raftlock::statemachine {
+namespace raftlock {
 
 class Writer {
 public:
@@ -62,7 +63,4 @@ private:
     bool ok_ = true;
 };
 
-// CRC-32C (Castagnoli), the checksum of the snapshot format.
-uint32_t crc32c(std::string_view data, uint32_t crc = 0);
-
-}  // namespace raftlock::statemachine
+}  // namespace raftlock

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace raftlock::storage {
+namespace raftlock {
 
 // Extends `crc`, the checksum of some bytes, over `bytes` that follow them. Start with 0.
 uint32_t crc32c_extend(uint32_t crc, std::string_view bytes);
@@ -18,4 +18,4 @@ inline uint32_t crc32c(std::string_view bytes) {
     return crc32c_extend(0, bytes);
 }
 
-}  // namespace raftlock::storage
+}  // namespace raftlock

@@ -1,9 +1,9 @@
-#include "storage/crc32c.h"
+#include "raft/crc32c.h"
 
 #include <array>
 #include <cstring>
 
-namespace raftlock::storage {
+namespace raftlock {
 namespace {
 
 // The reflected Castagnoli polynomial.
@@ -75,4 +75,4 @@ uint32_t crc32c_extend_portable(uint32_t crc, std::string_view bytes) {
     return ~extend_portable(~crc, p, bytes.size());
 }
 
-}  // namespace raftlock::storage
+}  // namespace raftlock

@@ -1,26 +1,11 @@
-#include "statemachine/byte_io.h"
+#include "raft/byte_io.h"
 
-#include <array>
-
-namespace raftlock::statemachine {
+namespace raftlock {
 
 namespace {
 
 // A varint of a uint64_t takes at most 10 bytes; the loop stops there even on hostile input.
 constexpr int kVarintBytesMax = 10;
-
-constexpr std::array<uint32_t, 256> make_crc_table() {
-    std::array<uint32_t, 256> table{};
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) {
-            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        }
-        table[i] = c;
-    }
-    return table;
-}
-constexpr std::array<uint32_t, 256> kCrcTable = make_crc_table();
 
 }  // namespace
 
@@ -124,12 +109,4 @@ std::string Reader::bytes(size_t max_bytes) {
     return v;
 }
 
-uint32_t crc32c(std::string_view data, uint32_t crc) {
-    crc = ~crc;
-    for (char ch : data) {
-        crc = kCrcTable[(crc ^ static_cast<uint8_t>(ch)) & 0xFF] ^ (crc >> 8);
-    }
-    return ~crc;
-}
-
-}  // namespace raftlock::statemachine
+}  // namespace raftlock
