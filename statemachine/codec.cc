@@ -169,7 +169,11 @@ ErrorCode validate_command(const Command& c) {
         if (c.client_id == kNoSession || c.seq == 0 || c.ack_seq >= c.seq) {
             return ErrorCode::kBadArguments;
         }
-    } else if (c.client_id != kNoSession || c.seq != 0 || c.ack_seq != 0 || c.fence) {
+    } else if (c.client_id != kNoSession || c.ack_seq != 0 || c.fence) {
+        return ErrorCode::kBadArguments;
+    } else if (c.seq != 0 && !std::holds_alternative<OpenSession>(c.op)) {
+        // An OpenSession's seq is the opening server's nonce, echoed in ApplyResult::seq so the
+        // server can match the entry to its client; it is never deduplicated.
         return ErrorCode::kBadArguments;
     }
     if (c.fence && (!valid_lock_name(c.fence->lock) || c.fence->token == 0)) {

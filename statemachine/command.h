@@ -143,7 +143,9 @@ struct Command {
     SessionId client_id = kNoSession;
     // Exactly-once (Raft thesis §6.3): the client numbers its requests 1, 2, 3, ...; `ack_seq` says
     // it has received the replies of every request <= ack_seq, so their saved results can go.
-    // seq = 0: not deduplicated (only allowed without a session).
+    // seq = 0: not deduplicated (only allowed without a session). Exception: an OpenSession may
+    // carry a nonzero seq chosen by the server that proposes it (a nonce, echoed in
+    // ApplyResult::seq so the server can find its waiting client); it is not deduplicated.
     uint64_t seq = 0;
     uint64_t ack_seq = 0;
     TimeMs time_ms = 0;  // the leader's clock when it proposed the entry

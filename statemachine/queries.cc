@@ -102,3 +102,23 @@ uint64_t StateMachine::state_hash() const {
 }
 
 }  // namespace raftlock::statemachine
+
+namespace raftlock::statemachine {
+
+std::optional<TimeMs> StateMachine::next_timer_ms() const {
+    if (timers_.empty()) {
+        return std::nullopt;
+    }
+    return timers_.begin()->at_ms;
+}
+
+StateMachine::LockTotals StateMachine::lock_totals() const {
+    LockTotals totals;
+    for (const auto& [name, lock] : locks_) {
+        totals.held += lock.holders.empty() ? 0 : 1;
+        totals.waiters += lock.waiters.size();
+    }
+    return totals;
+}
+
+}  // namespace raftlock::statemachine

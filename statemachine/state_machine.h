@@ -114,6 +114,16 @@ public:
     // Every live session: a new leader starts tracking each with a fresh full timeout.
     std::vector<SessionInfo> sessions() const;
 
+    // Locks with at least one holder, and waiters across all locks (metrics; O(locks)).
+    struct LockTotals {
+        size_t held = 0;
+        size_t waiters = 0;
+    };
+    LockTotals lock_totals() const;
+    // Cluster time of the earliest pending timer (wait deadline, lock-delay end, TTL), if any. A
+    // leader proposes a Noop once its clock passes it, so the timer fires on an idle cluster.
+    std::optional<TimeMs> next_timer_ms() const;
+
     Index last_applied() const { return last_applied_; }
     TimeMs now_ms() const { return now_ms_; }
     size_t node_count() const { return nodes_.size(); }

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "sample_commands.h"
+#include "statemachine/state_machine.h"
 #include "statemachine/text.h"
 
 namespace raftlock::statemachine {
@@ -162,6 +163,10 @@ TEST_CASE("encoding refuses commands that break a documented range", "[statemach
     open_with_client.client_id = 3;
     open_with_client.op = OpenSession{1000};
     bad.push_back(open_with_client);
+    Command noop_with_seq;
+    noop_with_seq.seq = 5;
+    noop_with_seq.op = Noop{};
+    bad.push_back(noop_with_seq);
     Command bad_fence = session_command(KeepAlive{});
     bad_fence.fence = Fence{"x", 0};
     bad.push_back(bad_fence);
@@ -203,6 +208,24 @@ TEST_CASE("commands and results have a stable text form", "[statemachine][codec]
     CHECK(fmt::format("{}", out) ==
           "@17 c42#7 ok granted token=17 count=1 | NodeCreated /a | grant s9 \"db\" \"r\" 17");
     CHECK(fmt::format("{}", ErrorCode::kNoChildrenForEphemerals) == "NoChildrenForEphemerals");
+}
+
+TEST_CASE("an OpenSession carries the proposing server's nonce in seq", "[statemachine][codec]") {
+    Command open;
+    open.seq = 0x2000000000000007ull;
+    open.time_ms = 10;
+    open.op = OpenSession{5000};
+    CHECK(validate_command(open) == ErrorCode::kOk);
+    Result<std::string, ErrorCode> bytes = encode_command(open);
+    REQUIRE(bytes.ok());
+    Result<Command, ErrorCode> back = decode_command(*bytes);
+    REQUIRE(back.ok());
+    CHECK(*back == open);
+    StateMachine sm;
+    const ApplyResult r = sm.apply(7, *bytes);
+    CHECK(r.response.code == ErrorCode::kOk);
+    CHECK(r.seq == open.seq);
+    CHECK(r.response.session == 7);
 }
 
 }  // namespace

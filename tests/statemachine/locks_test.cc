@@ -370,5 +370,31 @@ TEST_CASE("a lock queue is bounded: past the limit an acquire gets LimitExceeded
     CHECK(sm.check_invariants() == "");
 }
 
+TEST_CASE("next_timer_ms names the earliest wait deadline, so a leader knows when to tick time",
+          "[statemachine][locks]") {
+    Harness h;
+    SessionId a = h.open();
+    SessionId b = h.open();
+    CHECK(!h.sm.next_timer_ms().has_value());
+    h.lock(a, "L");
+    h.time_ms = 2000;
+    CHECK(h.lock(b, "L", "", kX, 1000).lock == LockOutcome::kQueued);
+    CHECK(h.sm.next_timer_ms() == std::optional<TimeMs>(3000));
+    ApplyResult out = h.advance(1000);
+    CHECK(out.wait_timeouts.size() == 1);
+    CHECK(!h.sm.next_timer_ms().has_value());
+}
+
+TEST_CASE("lock_totals counts held locks and waiters", "[statemachine][locks]") {
+    Harness h;
+    SessionId a = h.open();
+    SessionId b = h.open();
+    h.lock(a, "L");
+    h.lock(a, "M");
+    CHECK(h.lock(b, "L", "", kX, 1000).lock == LockOutcome::kQueued);
+    CHECK(h.sm.lock_totals().held == 2);
+    CHECK(h.sm.lock_totals().waiters == 1);
+}
+
 }  // namespace
 }  // namespace raftlock::statemachine
