@@ -1,0 +1,97 @@
+#pragma once
+
+// The client port (docs/protocol.md "Client protocol"): accepts TCP connections, decodes
+// length-prefixed proto::Request frames, and sends proto::ServerMessage frames back.
+//
+// Limits, none of which affects other connections:
+// - a frame longer than frame_bytes_max, bytes that do not parse as a Request, or a Request with no
+//   body: the connection gets a Response {request_id 0 (or the request's id), BAD_REQUEST, a
+//   message saying what was wrong} and is closed: flushed, half-closed, and dropped when the
+//   client closes too or after idle_partial_frame_ms (closing with unread input would reset the
+//   connection and could destroy that response);
+// - a connection whose unsent output exceeds send_queue_bytes_max (a client that does not read) is
+//   closed;
+// - more than connections_max connections: a new one gets a Response {0, UNAVAILABLE, a message}
+//   and is closed;
+// - a connection with a partial frame and nothing received for idle_partial_frame_ms (a half-open
+//   or stuck sender) is closed. A connection with no partial frame may stay idle: session liveness
+//   is the session's business, not the connection's.
+//
+// Threads: everything on the io_context's thread, handler calls included. Asio lives in the .cc.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "raft/result.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace raftlock::proto {
+class Request;
+class ServerMessage;
+}  // namespace raftlock::proto
+
+namespace raftlock::net {
+
+using ConnectionId = uint64_t;  // unique for the process's lifetime, never 0
+
+struct ClientListenerOptions {
+    std::string listen_host = "127.0.0.1";
+    uint16_t listen_port = 0;             // 0: ephemeral (tests)
+    uint32_t frame_bytes_max = 4u << 20;  // data <= 1 MiB plus the rest of a request
+    size_t send_queue_bytes_max = 64u << 20;
+    size_t connections_max = 10000;
+    uint32_t idle_partial_frame_ms = 30000;
+};
+
+class ClientHandler {
+public:
+    virtual ~ClientHandler() = default;
+    virtual void on_client_open(ConnectionId id, const std::string& remote) = 0;
+    virtual void on_client_request(ConnectionId id, proto::Request&& request) = 0;
+    // The connection is gone (closed by either side); no more calls for it. Called from its own
+    // turn of the event loop, never from inside send() or close().
+    virtual void on_client_close(ConnectionId id) = 0;
+};
+
+struct ClientListenerStats {
+    size_t connections = 0;
+    uint64_t accepted = 0;
+    uint64_t protocol_errors = 0;  // connections closed for garbage or oversized frames
+    uint64_t slow_consumers = 0;   // connections closed for an overfull send queue
+    uint64_t idle_timeouts = 0;    // connections closed with a partial frame and no progress
+    uint64_t refused = 0;          // connections refused at accept (connections_max)
+};
+
+class ClientListener {
+public:
+    ClientListener(boost::asio::io_context& io,
+                   ClientListenerOptions options,
+                   ClientHandler& handler);
+    ~ClientListener();
+    ClientListener(const ClientListener&) = delete;
+    ClientListener& operator=(const ClientListener&) = delete;
+
+    Result<bool, std::string> start();  // binds and listens; errors name the address and cause
+    uint16_t port() const;
+
+    // Queues a message for the connection; ignored when the connection is gone.
+    void send(ConnectionId id, const proto::ServerMessage& message);
+    // Closes after the queued output is flushed (or at once when `flush` is false). Input that
+    // arrives meanwhile is discarded.
+    void close(ConnectionId id, bool flush = true);
+    // Closes the listener and every connection at once. No handler call follows, not even
+    // on_client_close: the server is going away with it.
+    void stop();
+
+    ClientListenerStats stats() const;
+
+private:
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace raftlock::net

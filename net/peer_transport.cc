@@ -1,0 +1,711 @@
+#include "net/peer_transport.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <random>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/format.h>
+
+#include "net/asio_listen.h"
+#include "net/frame.h"
+#include "net/log_limiter.h"
+#include "net/message_frame.h"
+#include "proto/peer.pb.h"
+#include "raft/assert.h"
+
+namespace raftlock::net {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr size_t kReadChunkBytes = 64 * 1024;
+// Hello and HelloReply are a few dozen bytes; anything larger is not a raftlock peer.
+constexpr uint32_t kHandshakeFrameBytesMax = 4096;
+// One gathered write takes at most this much of the queue: a long queue goes out in steps, and
+// the memory one write pins stays bounded.
+constexpr size_t kWriteBatchFramesMax = 1024;
+constexpr size_t kWriteBatchBytesMax = 8u << 20;
+constexpr milliseconds kLogInterval{30000};
+// accept() failing (e.g. out of file descriptors) is retried after a pause, not in a busy loop.
+constexpr milliseconds kAcceptRetry{100};
+
+// Empty when `hello` may open a connection to this node, else the reason in words.
+std::string hello_refusal(const proto::Hello& hello,
+                          const PeerTransportOptions& options,
+                          bool from_known) {
+    if (hello.protocol_version() != kPeerProtocolVersion) {
+        return fmt::format("protocol version {} is not {}", hello.protocol_version(),
+                           kPeerProtocolVersion);
+    }
+    if (hello.cluster_id() != options.cluster_id) {
+        return fmt::format("cluster id {} is not this cluster's ({})", hello.cluster_id(),
+                           options.cluster_id);
+    }
+    if (hello.to() != options.self_id) {
+        return fmt::format("this is node {}, not node {}", options.self_id, hello.to());
+    }
+    if (!from_known) {
+        return fmt::format("node {} is not a peer of node {}", hello.from(), options.self_id);
+    }
+    return "";
+}
+
+// The dialled side of one peer: the connection this node sends on, and the queue that feeds it.
+struct OutPeer {
+    enum class State : uint8_t { kIdle, kBackoff, kConnecting, kHandshaking, kConnected };
+
+    OutPeer(asio::io_context& io, PeerAddress a, uint32_t backoff)
+        : address(std::move(a)),
+          socket(io),
+          timer(io),
+          resolver(io),
+          decoder(kHandshakeFrameBytesMax),
+          backoff_ms(backoff) {
+        stats.id = address.id;
+    }
+
+    PeerAddress address;
+    State state = State::kIdle;
+    tcp::socket socket;
+    asio::steady_timer timer;  // the connect/handshake deadline, then the backoff
+    tcp::resolver resolver;
+    // Bumped whenever an attempt ends, so handlers of an earlier socket see they are stale.
+    uint64_t generation = 0;
+    FrameDecoder decoder;  // HelloReply
+    std::array<char, 512> read_buffer;
+    std::chrono::steady_clock::time_point connected_at;
+    std::deque<std::string> queue;  // encoded frames not yet handed to a write
+    size_t queue_bytes = 0;
+    bool writing = false;
+    bool flush_posted = false;
+    size_t inflight_frames = 0;
+    size_t inflight_bytes = 0;
+    uint32_t backoff_ms;
+    PeerStats stats;  // counters; connected and the queue sizes are filled in by stats()
+};
+
+// An accepted connection: read only, after the HelloReply.
+struct Incoming {
+    Incoming(tcp::socket s, uint64_t id_, uint32_t frame_bytes_max)
+        : socket(std::move(s)), timer(socket.get_executor()), decoder(frame_bytes_max), id(id_) {}
+
+    tcp::socket socket;
+    asio::steady_timer timer;  // the Hello deadline
+    FrameDecoder decoder;
+    uint64_t id;
+    std::string remote;
+    uint64_t from = 0;  // the peer's id once its Hello was accepted
+    bool closed = false;
+    std::array<char, kReadChunkBytes> read_buffer;
+};
+
+struct WriteBatch {
+    std::vector<std::string> frames;
+    std::vector<asio::const_buffer> buffers;
+    size_t bytes = 0;
+};
+
+// Owned through a shared_ptr that every pending handler holds, so a handler that runs after stop()
+// (or after the PeerTransport is gone) finds `stopped_` set and returns without touching sockets.
+class Core : public std::enable_shared_from_this<Core> {
+public:
+    Core(asio::io_context& io, PeerTransportOptions options, PeerTransport::FrameHandler handler);
+
+    Result<bool, std::string> start();
+    uint16_t port() const { return port_; }
+    bool send(uint64_t to, const proto::PeerFrame& frame);
+    void stop();
+    std::vector<PeerStats> stats() const;
+
+private:
+    using InPtr = std::shared_ptr<Incoming>;
+
+    void accept();
+    void on_accept(tcp::socket socket);
+    void read_incoming(const InPtr& in);
+    bool drain_incoming(const InPtr& in);
+    bool on_incoming_frame(const InPtr& in, proto::PeerFrame&& frame);
+    bool on_hello(const InPtr& in, const proto::Hello& hello);
+    void close_incoming(Incoming& in, const std::string& why);
+
+    void dial(OutPeer& peer);
+    void on_connected(OutPeer& peer, uint64_t gen);
+    void read_outgoing(OutPeer& peer, uint64_t gen);
+    void on_outgoing_bytes(OutPeer& peer, uint64_t gen, size_t n);
+    void post_flush(OutPeer& peer);
+    void flush(OutPeer& peer);
+    void fail(OutPeer& peer, const std::string& why);
+    milliseconds next_backoff(OutPeer& peer);
+    void log_out(const OutPeer& peer, const char* cause, const std::string& what);
+
+    asio::io_context& io_;
+    PeerTransportOptions options_;
+    PeerTransport::FrameHandler handler_;
+    tcp::acceptor acceptor_;
+    asio::steady_timer accept_retry_;
+    uint16_t port_ = 0;
+    std::map<uint64_t, std::unique_ptr<OutPeer>> peers_;
+    std::map<uint64_t, InPtr> incoming_;
+    uint64_t next_incoming_id_ = 1;
+    bool started_ = false;
+    bool stopped_ = false;
+    LogLimiter log_{kLogInterval};
+    std::minstd_rand rng_;  // backoff jitter only; not part of any replicated decision
+};
+
+Core::Core(asio::io_context& io, PeerTransportOptions options, PeerTransport::FrameHandler handler)
+    : io_(io),
+      options_(std::move(options)),
+      handler_(std::move(handler)),
+      acceptor_(io),
+      accept_retry_(io),
+      rng_(std::random_device{}()) {
+    RL_ASSERT(options_.self_id != 0);
+    RL_ASSERT(options_.backoff_ms_min > 0);
+    RL_ASSERT(options_.backoff_ms_min <= options_.backoff_ms_max);
+    RL_ASSERT(options_.queue_frames_max > 0);
+    RL_ASSERT(handler_ != nullptr);
+    for (const PeerAddress& a : options_.peers) {
+        RL_ASSERT_MSG(a.id != 0 && a.id != options_.self_id, "peer ids are positive, not self");
+        auto peer = std::make_unique<OutPeer>(io_, a, options_.backoff_ms_min);
+        const bool inserted = peers_.emplace(a.id, std::move(peer)).second;
+        RL_ASSERT_MSG(inserted, "duplicate peer id");
+    }
+}
+
+Result<bool, std::string> Core::start() {
+    RL_ASSERT(!started_);
+    RL_ASSERT(!stopped_);
+    started_ = true;
+    const std::string error = open_acceptor(acceptor_, options_.listen_host, options_.listen_port);
+    if (!error.empty()) {
+        return error;
+    }
+    port_ = acceptor_.local_endpoint().port();
+    accept();
+    for (auto& [id, peer] : peers_) {
+        dial(*peer);
+    }
+    return true;
+}
+
+void Core::stop() {
+    if (stopped_) {
+        return;
+    }
+    stopped_ = true;
+    error_code ignored;
+    acceptor_.close(ignored);
+    accept_retry_.cancel();
+    for (auto& [id, peer] : peers_) {
+        peer->socket.close(ignored);
+        peer->timer.cancel();
+        peer->resolver.cancel();
+        ++peer->generation;
+        peer->state = OutPeer::State::kIdle;
+    }
+    for (auto& [id, in] : incoming_) {
+        in->closed = true;
+        in->socket.close(ignored);
+        in->timer.cancel();
+    }
+    incoming_.clear();
+}
+
+std::vector<PeerStats> Core::stats() const {
+    std::vector<PeerStats> out;
+    out.reserve(peers_.size());
+    for (const auto& [id, peer] : peers_) {
+        PeerStats s = peer->stats;
+        s.connected = peer->state == OutPeer::State::kConnected;
+        s.queued_frames = peer->queue.size() + peer->inflight_frames;
+        s.queued_bytes = peer->queue_bytes + peer->inflight_bytes;
+        out.push_back(s);
+    }
+    return out;  // sorted: peers_ is a map by id
+}
+
+// --- the accepting side ---------------------------------------------------------------------
+
+void Core::accept() {
+    acceptor_.async_accept([self = shared_from_this()](error_code ec, tcp::socket socket) {
+        if (self->stopped_) {
+            return;
+        }
+        if (ec) {
+            self->log_.log("accept", fmt::format("node {}: accept failed: {}",
+                                                 self->options_.self_id, ec.message()));
+            self->accept_retry_.expires_after(kAcceptRetry);
+            self->accept_retry_.async_wait([self](error_code wait_ec) {
+                if (!wait_ec && !self->stopped_) {
+                    self->accept();
+                }
+            });
+            return;
+        }
+        self->on_accept(std::move(socket));
+        self->accept();
+    });
+}
+
+void Core::on_accept(tcp::socket socket) {
+    const std::string remote = remote_text(socket);
+    if (incoming_.size() >= options_.incoming_connections_max) {
+        log_.log("incoming-full", fmt::format("node {}: refusing {}: {} incoming connections",
+                                              options_.self_id, remote, incoming_.size()));
+        error_code ignored;
+        socket.close(ignored);
+        return;
+    }
+    error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    auto in = std::make_shared<Incoming>(std::move(socket), next_incoming_id_++,
+                                         options_.frame_bytes_max);
+    in->remote = remote;
+    incoming_.emplace(in->id, in);
+    // A connection that never says Hello holds a slot; the deadline frees it.
+    in->timer.expires_after(milliseconds(options_.connect_timeout_ms));
+    in->timer.async_wait([self = shared_from_this(), in](error_code ec) {
+        if (ec || self->stopped_ || in->closed || in->from != 0) {
+            return;
+        }
+        self->close_incoming(*in, "no Hello in time");
+    });
+    read_incoming(in);
+}
+
+void Core::read_incoming(const InPtr& in) {
+    in->socket.async_read_some(
+        asio::buffer(in->read_buffer), [self = shared_from_this(), in](error_code ec, size_t n) {
+            if (self->stopped_ || in->closed) {
+                return;
+            }
+            if (ec) {
+                // The peer closing its end is how a restart or a give-up looks: not worth a line.
+                self->close_incoming(*in, ec == asio::error::eof ? "" : ec.message());
+                return;
+            }
+            in->decoder.feed(std::string_view(in->read_buffer.data(), n));
+            if (self->drain_incoming(in)) {
+                self->read_incoming(in);
+            }
+        });
+}
+
+// Handles every whole frame buffered. False when the connection was closed (or must not be read
+// any more). Bounded: each iteration consumes one frame of the bytes already received.
+bool Core::drain_incoming(const InPtr& in) {
+    for (;;) {
+        std::string_view payload;
+        const FrameDecoder::State state = in->decoder.next(payload);
+        if (state == FrameDecoder::State::kNeedMore) {
+            return true;
+        }
+        if (state == FrameDecoder::State::kTooLarge) {
+            close_incoming(
+                *in, fmt::format("a frame of {} bytes is above the bound of {}",
+                                 in->decoder.rejected_length(), in->decoder.frame_bytes_max()));
+            return false;
+        }
+        proto::PeerFrame frame;
+        if (!frame.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+            close_incoming(*in,
+                           fmt::format("a frame of {} bytes is not a PeerFrame", payload.size()));
+            return false;
+        }
+        if (!on_incoming_frame(in, std::move(frame))) {
+            return false;
+        }
+    }
+}
+
+bool Core::on_incoming_frame(const InPtr& in, proto::PeerFrame&& frame) {
+    if (in->from == 0) {
+        if (!frame.has_hello()) {
+            close_incoming(*in, "the first frame is not a Hello");
+            return false;
+        }
+        return on_hello(in, frame.hello());
+    }
+    switch (frame.body_case()) {
+        case proto::PeerFrame::kHello:
+        case proto::PeerFrame::kHelloReply:
+        case proto::PeerFrame::BODY_NOT_SET:
+            close_incoming(*in, fmt::format("unexpected frame (body case {}) after the handshake",
+                                            static_cast<int>(frame.body_case())));
+            return false;
+        default:
+            break;
+    }
+    const uint64_t from = in->from;
+    ++peers_.at(from)->stats.frames_received;
+    handler_(from, std::move(frame));
+    // The handler may have stopped the transport.
+    return !stopped_ && !in->closed;
+}
+
+bool Core::on_hello(const InPtr& in, const proto::Hello& hello) {
+    const auto known = peers_.find(hello.from());
+    const std::string refusal = hello_refusal(hello, options_, known != peers_.end());
+    proto::PeerFrame reply;
+    reply.mutable_hello_reply()->set_accepted(refusal.empty());
+    reply.mutable_hello_reply()->set_reason(refusal);
+    auto bytes = std::make_shared<std::string>();
+    encode_message_frame(reply, *bytes);
+    if (!refusal.empty()) {
+        if (known != peers_.end()) {
+            ++known->second->stats.handshakes_refused;
+        }
+        log_.log(fmt::format("refuse:{}:{}", hello.from(), refusal),
+                 fmt::format("node {}: refused {} (says node {}): {}", options_.self_id, in->remote,
+                             hello.from(), refusal));
+        // Nothing more is read; the connection closes once the reply is out (or at the deadline).
+        asio::async_write(in->socket, asio::buffer(*bytes),
+                          [self = shared_from_this(), in, bytes](error_code, size_t) {
+                              if (!self->stopped_) {
+                                  self->close_incoming(*in, "");
+                              }
+                          });
+        return false;
+    }
+    in->from = hello.from();
+    in->timer.cancel();
+    // A peer sends on one connection. An older one from it is left from an attempt it gave up on
+    // (its end may be dead without our knowing); closing it frees the slot.
+    std::vector<InPtr> older;
+    for (const auto& [id, other] : incoming_) {
+        if (other != in && other->from == in->from) {
+            older.push_back(other);
+        }
+    }
+    for (const InPtr& other : older) {
+        close_incoming(*other, "");
+    }
+    log_.log(
+        fmt::format("accept:{}", in->from),
+        fmt::format("node {}: accepted node {} from {}", options_.self_id, in->from, in->remote));
+    asio::async_write(in->socket, asio::buffer(*bytes),
+                      [self = shared_from_this(), in, bytes](error_code ec, size_t) {
+                          if (ec && !self->stopped_) {
+                              self->close_incoming(*in, "sending HelloReply: " + ec.message());
+                          }
+                      });
+    return true;
+}
+
+void Core::close_incoming(Incoming& in, const std::string& why) {
+    if (in.closed) {
+        return;
+    }
+    in.closed = true;
+    error_code ignored;
+    in.socket.close(ignored);
+    in.timer.cancel();
+    if (!why.empty()) {
+        log_.log(fmt::format("in:{}:{}", in.from, why),
+                 fmt::format("node {}: closed the connection from {} (node {}): {}",
+                             options_.self_id, in.remote, in.from, why));
+    }
+    incoming_.erase(in.id);  // last: the map may hold the only other reference
+}
+
+// --- the dialling side ----------------------------------------------------------------------
+
+void Core::log_out(const OutPeer& peer, const char* cause, const std::string& what) {
+    log_.log(fmt::format("out:{}:{}", peer.address.id, cause),
+             fmt::format("node {} -> node {} ({}:{}): {}", options_.self_id, peer.address.id,
+                         peer.address.host, peer.address.port, what));
+}
+
+void Core::dial(OutPeer& peer) {
+    RL_ASSERT(peer.state == OutPeer::State::kIdle || peer.state == OutPeer::State::kBackoff);
+    peer.state = OutPeer::State::kConnecting;
+    const uint64_t gen = ++peer.generation;
+    auto self = shared_from_this();
+    OutPeer* p = &peer;  // peers_ never changes after construction; handlers hold `self`
+    peer.timer.expires_after(milliseconds(options_.connect_timeout_ms));
+    peer.timer.async_wait([self, p, gen](error_code ec) {
+        if (!ec && !self->stopped_ && p->generation == gen) {
+            self->fail(*p, "timed out connecting");
+        }
+    });
+    auto on_connect = [self, p, gen](error_code ec) {
+        if (self->stopped_ || p->generation != gen) {
+            return;
+        }
+        if (ec) {
+            self->fail(*p, "connect: " + ec.message());
+            return;
+        }
+        self->on_connected(*p, gen);
+    };
+    error_code ec;
+    const asio::ip::address address = asio::ip::make_address(peer.address.host, ec);
+    if (!ec) {
+        peer.socket.async_connect(tcp::endpoint(address, peer.address.port), on_connect);
+        return;
+    }
+    peer.resolver.async_resolve(
+        peer.address.host, std::to_string(peer.address.port),
+        [self, p, gen, on_connect](error_code rec, const tcp::resolver::results_type& results) {
+            if (self->stopped_ || p->generation != gen) {
+                return;
+            }
+            if (rec) {
+                self->fail(*p, "resolve: " + rec.message());
+                return;
+            }
+            asio::async_connect(
+                p->socket, results,
+                [on_connect](error_code cec, const tcp::endpoint&) { on_connect(cec); });
+        });
+}
+
+void Core::on_connected(OutPeer& peer, uint64_t gen) {
+    error_code ignored;
+    // Raft messages are small and latency-bound; batching is done here, not by Nagle.
+    peer.socket.set_option(tcp::no_delay(true), ignored);
+    peer.state = OutPeer::State::kHandshaking;
+    proto::PeerFrame frame;
+    proto::Hello* hello = frame.mutable_hello();
+    hello->set_protocol_version(kPeerProtocolVersion);
+    hello->set_cluster_id(options_.cluster_id);
+    hello->set_from(options_.self_id);
+    hello->set_to(peer.address.id);
+    auto bytes = std::make_shared<std::string>();
+    encode_message_frame(frame, *bytes);
+    OutPeer* p = &peer;
+    asio::async_write(peer.socket, asio::buffer(*bytes),
+                      [self = shared_from_this(), p, gen, bytes](error_code ec, size_t) {
+                          if (ec && !self->stopped_ && p->generation == gen) {
+                              self->fail(*p, "sending Hello: " + ec.message());
+                          }
+                      });
+    read_outgoing(peer, gen);
+}
+
+// Reads the HelloReply, then keeps a read pending only to learn promptly that the peer closed.
+void Core::read_outgoing(OutPeer& peer, uint64_t gen) {
+    OutPeer* p = &peer;
+    peer.socket.async_read_some(asio::buffer(peer.read_buffer), [self = shared_from_this(), p, gen](
+                                                                    error_code ec, size_t n) {
+        if (self->stopped_ || p->generation != gen) {
+            return;
+        }
+        if (ec) {
+            self->fail(*p, ec == asio::error::eof ? "closed by the peer" : ec.message());
+            return;
+        }
+        self->on_outgoing_bytes(*p, gen, n);
+    });
+}
+
+void Core::on_outgoing_bytes(OutPeer& peer, uint64_t gen, size_t n) {
+    if (peer.state == OutPeer::State::kConnected) {
+        fail(peer, "unexpected bytes after the HelloReply");
+        return;
+    }
+    peer.decoder.feed(std::string_view(peer.read_buffer.data(), n));
+    std::string_view payload;
+    const FrameDecoder::State state = peer.decoder.next(payload);
+    if (state == FrameDecoder::State::kNeedMore) {
+        read_outgoing(peer, gen);
+        return;
+    }
+    proto::PeerFrame frame;
+    if (state == FrameDecoder::State::kTooLarge ||
+        !frame.ParseFromArray(payload.data(), static_cast<int>(payload.size())) ||
+        !frame.has_hello_reply() || peer.decoder.buffered_bytes() != 0) {
+        fail(peer, "the answer to Hello is not a HelloReply");
+        return;
+    }
+    if (!frame.hello_reply().accepted()) {
+        ++peer.stats.refused_by_peer;
+        fail(peer, "refused: " + frame.hello_reply().reason());
+        return;
+    }
+    peer.state = OutPeer::State::kConnected;
+    peer.connected_at = std::chrono::steady_clock::now();
+    ++peer.stats.connects;
+    peer.timer.cancel();
+    log_out(peer, "connected", "connected");
+    read_outgoing(peer, gen);
+    flush(peer);
+}
+
+bool Core::send(uint64_t to, const proto::PeerFrame& frame) {
+    if (stopped_) {
+        return false;
+    }
+    const auto it = peers_.find(to);
+    if (it == peers_.end()) {
+        return false;
+    }
+    OutPeer& peer = *it->second;
+    const size_t payload_bytes = frame.ByteSizeLong();
+    const size_t frame_bytes = kFrameHeaderBytes + payload_bytes;
+    if (payload_bytes > options_.frame_bytes_max) {
+        // The peer would close the connection on it; a bug upstream, but not worth a crash.
+        log_out(peer, "oversized",
+                fmt::format("dropped a frame of {} bytes (bound {})", payload_bytes,
+                            options_.frame_bytes_max));
+        ++peer.stats.frames_dropped;
+        return false;
+    }
+    if (peer.queue.size() + peer.inflight_frames >= options_.queue_frames_max ||
+        peer.queue_bytes + peer.inflight_bytes + frame_bytes > options_.queue_bytes_max) {
+        ++peer.stats.frames_dropped;  // Raft retransmits; blocking the loop would be worse
+        return false;
+    }
+    std::string bytes;
+    encode_message_frame(frame, bytes);
+    RL_ASSERT(bytes.size() == frame_bytes);
+    peer.queue_bytes += bytes.size();
+    peer.queue.push_back(std::move(bytes));
+    post_flush(peer);
+    return true;
+}
+
+// Sends made in one turn of the loop (a Ready's messages) go out in one gathered write.
+void Core::post_flush(OutPeer& peer) {
+    if (peer.flush_posted || peer.writing || peer.state != OutPeer::State::kConnected) {
+        return;
+    }
+    peer.flush_posted = true;
+    OutPeer* p = &peer;
+    asio::post(io_, [self = shared_from_this(), p] {
+        p->flush_posted = false;
+        if (!self->stopped_) {
+            self->flush(*p);
+        }
+    });
+}
+
+void Core::flush(OutPeer& peer) {
+    if (peer.state != OutPeer::State::kConnected || peer.writing || peer.queue.empty()) {
+        return;
+    }
+    auto batch = std::make_shared<WriteBatch>();
+    while (!peer.queue.empty() && batch->frames.size() < kWriteBatchFramesMax &&
+           (batch->bytes == 0 || batch->bytes + peer.queue.front().size() <= kWriteBatchBytesMax)) {
+        batch->bytes += peer.queue.front().size();
+        batch->frames.push_back(std::move(peer.queue.front()));
+        peer.queue.pop_front();
+    }
+    peer.queue_bytes -= batch->bytes;
+    // Buffers point into the strings, so they are taken after the vector stopped moving.
+    batch->buffers.reserve(batch->frames.size());
+    for (const std::string& f : batch->frames) {
+        batch->buffers.push_back(asio::buffer(f));
+    }
+    peer.writing = true;
+    peer.inflight_frames = batch->frames.size();
+    peer.inflight_bytes = batch->bytes;
+    OutPeer* p = &peer;
+    asio::async_write(
+        peer.socket, batch->buffers,
+        [self = shared_from_this(), p, gen = peer.generation, batch](error_code ec, size_t) {
+            if (self->stopped_ || p->generation != gen) {
+                return;
+            }
+            p->writing = false;
+            p->inflight_frames = 0;
+            p->inflight_bytes = 0;
+            if (ec) {
+                self->fail(*p, "write: " + ec.message());
+                return;
+            }
+            p->stats.frames_sent += batch->frames.size();
+            self->flush(*p);
+        });
+}
+
+milliseconds Core::next_backoff(OutPeer& peer) {
+    // A connection that stayed up a while ends the failure streak; one that drops at once (a
+    // flapping peer) keeps backing off.
+    if (peer.state == OutPeer::State::kConnected &&
+        std::chrono::steady_clock::now() - peer.connected_at >=
+            milliseconds(options_.backoff_ms_max)) {
+        peer.backoff_ms = options_.backoff_ms_min;
+    }
+    const uint32_t high = peer.backoff_ms;
+    std::uniform_int_distribution<uint32_t> jitter(high / 2, high);
+    peer.backoff_ms = std::min(options_.backoff_ms_max, peer.backoff_ms * 2);
+    return milliseconds(jitter(rng_));
+}
+
+// Ends the current attempt or connection and schedules the next dial. Frames being written are
+// lost (the peer may or may not have them; Raft retransmits); queued frames wait.
+void Core::fail(OutPeer& peer, const std::string& why) {
+    log_out(peer, "failed", why);
+    const milliseconds delay = next_backoff(peer);
+    error_code ignored;
+    peer.socket.close(ignored);
+    peer.resolver.cancel();
+    const uint64_t gen = ++peer.generation;
+    peer.state = OutPeer::State::kBackoff;
+    peer.writing = false;
+    peer.inflight_frames = 0;
+    peer.inflight_bytes = 0;
+    peer.decoder = FrameDecoder(kHandshakeFrameBytesMax);
+    OutPeer* p = &peer;
+    peer.timer.expires_after(delay);
+    peer.timer.async_wait([self = shared_from_this(), p, gen](error_code ec) {
+        if (!ec && !self->stopped_ && p->generation == gen) {
+            self->dial(*p);
+        }
+    });
+}
+
+}  // namespace
+
+class PeerTransport::Impl {
+public:
+    Impl(asio::io_context& io, PeerTransportOptions options, FrameHandler handler)
+        : core(std::make_shared<Core>(io, std::move(options), std::move(handler))) {}
+    ~Impl() { core->stop(); }
+
+    std::shared_ptr<Core> core;
+};
+
+PeerTransport::PeerTransport(asio::io_context& io,
+                             PeerTransportOptions options,
+                             FrameHandler handler)
+    : impl_(std::make_unique<Impl>(io, std::move(options), std::move(handler))) {}
+
+PeerTransport::~PeerTransport() = default;
+
+Result<bool, std::string> PeerTransport::start() {
+    return impl_->core->start();
+}
+
+uint16_t PeerTransport::port() const {
+    return impl_->core->port();
+}
+
+bool PeerTransport::send(uint64_t to, const proto::PeerFrame& frame) {
+    return impl_->core->send(to, frame);
+}
+
+void PeerTransport::stop() {
+    impl_->core->stop();
+}
+
+std::vector<PeerStats> PeerTransport::stats() const {
+    return impl_->core->stats();
+}
+
+}  // namespace raftlock::net

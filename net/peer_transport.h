@@ -1,0 +1,105 @@
+#pragma once
+
+// Node-to-node transport (DESIGN.md §5, docs/protocol.md "Peer protocol"): one persistent outgoing
+// TCP connection per peer, dialled by this node and used only for sending; incoming connections
+// dialled by the peers are only read. Frames are length-prefixed protobuf PeerFrames (frame.h).
+//
+// - Handshake: the dialler sends Hello {protocol version, cluster id, from, to}; the acceptor
+//   replies HelloReply and closes on any mismatch (another cluster, a node id it does not know,
+//   a connection meant for another node), logging the reason once per peer and cause.
+// - Bounded: each peer's send queue holds at most queue_frames_max frames / queue_bytes_max bytes;
+//   send() on a full queue drops the frame (Raft retransmits) and counts it. Never blocks.
+// - Reconnect with exponential backoff (backoff_ms_min doubling up to backoff_ms_max, jittered);
+//   frames queued while disconnected are sent once connected, oldest first, unless dropped by the
+//   bound.
+// - A malformed frame (bad length, not a PeerFrame, a second Hello) closes that connection only.
+//
+// Threads: every method runs on the io_context's thread, which is also the thread the handler is
+// called on. The Asio machinery lives in peer_transport.cc only.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "raft/result.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace raftlock::proto {
+class PeerFrame;
+}  // namespace raftlock::proto
+
+namespace raftlock::net {
+
+inline constexpr uint32_t kPeerProtocolVersion = 1;
+
+struct PeerAddress {
+    uint64_t id = 0;
+    std::string host;  // an IPv4/IPv6 address or a name resolved at each connect
+    uint16_t port = 0;
+};
+
+struct PeerTransportOptions {
+    uint64_t cluster_id = 0;
+    uint64_t self_id = 0;
+    std::string listen_host = "127.0.0.1";
+    uint16_t listen_port = 0;        // 0: an ephemeral port (tests); see PeerTransport::port()
+    std::vector<PeerAddress> peers;  // every other voter/learner; self excluded
+    uint32_t frame_bytes_max = 64u << 20;
+    size_t queue_frames_max = 8192;
+    size_t queue_bytes_max = 256u << 20;
+    uint32_t backoff_ms_min = 20;
+    uint32_t backoff_ms_max = 1000;
+    uint32_t connect_timeout_ms = 1000;  // connect + Hello/HelloReply, both directions
+    // Incoming connections at once (handshaking or accepted); more are closed at accept. Peers
+    // dial one connection each, so this only bounds strangers and reconnect storms.
+    size_t incoming_connections_max = 64;
+};
+
+struct PeerStats {
+    uint64_t id = 0;
+    bool connected = false;  // the outgoing connection is established and accepted
+    uint64_t frames_sent = 0;
+    uint64_t frames_dropped = 0;  // queue full
+    uint64_t frames_received = 0;
+    uint64_t connects = 0;            // successful handshakes of the outgoing connection
+    uint64_t handshakes_refused = 0;  // incoming Hellos refused (other cluster, unknown node, ...)
+    uint64_t refused_by_peer = 0;     // our Hellos this peer refused (its log says why)
+    size_t queued_frames = 0;
+    size_t queued_bytes = 0;
+};
+
+class PeerTransport {
+public:
+    // Called with each frame other than Hello/HelloReply from an accepted incoming connection.
+    // `from` is the id the peer proved in its Hello.
+    using FrameHandler = std::function<void(uint64_t from, proto::PeerFrame&& frame)>;
+
+    PeerTransport(boost::asio::io_context& io, PeerTransportOptions options, FrameHandler handler);
+    ~PeerTransport();
+    PeerTransport(const PeerTransport&) = delete;
+    PeerTransport& operator=(const PeerTransport&) = delete;
+
+    // Binds and listens; an error says which address and why ("127.0.0.1:7001: address in use").
+    // Then starts dialling every peer.
+    Result<bool, std::string> start();
+    uint16_t port() const;  // the bound port, after start()
+
+    // Queues `frame` for peer `to`. False when `to` is unknown or its queue is full (dropped).
+    bool send(uint64_t to, const proto::PeerFrame& frame);
+
+    // Closes every connection and the listener; handler is not called afterwards.
+    void stop();
+
+    std::vector<PeerStats> stats() const;  // sorted by id
+
+private:
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace raftlock::net
