@@ -1,0 +1,91 @@
+#pragma once
+
+// raftlockd's configuration: command-line flags and an optional TOML file (--config FILE). A flag
+// given on the command line overrides the file. Parsing uses CLI11 and toml++ (config.cc); every
+// error names the flag or key, the bad value and what is expected, e.g.
+//   "--member 2=127.0.0.1: expected ID=HOST:PORT (e.g. 2=127.0.0.1:7002)"
+// The flag and key names are documented in docs/operations.md.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "raft/result.h"
+
+namespace raftlock::server {
+
+struct Endpoint {
+    std::string host;
+    uint16_t port = 0;
+    friend bool operator==(const Endpoint&, const Endpoint&) = default;
+};
+
+// A member of the initial cluster: its id and the address of its Raft (peer) port.
+struct Member {
+    uint64_t id = 0;
+    Endpoint raft;
+    friend bool operator==(const Member&, const Member&) = default;
+};
+
+enum class LogLevel : uint8_t { kDebug, kInfo, kWarn, kError };
+
+struct ServerConfig {
+    // --- identity -------------------------------------------------------------------------------
+    uint64_t node_id = 0;     // --id (required), > 0
+    uint64_t cluster_id = 0;  // --cluster-id (required), > 0: a peer of another cluster is refused
+    // --member ID=HOST:PORT, repeated (TOML: members = ["1=127.0.0.1:7001", ...]); must contain
+    // node_id; ids distinct; 1..9 members. Used to bootstrap a new data directory and to find
+    // peers.
+    std::vector<Member> members;
+
+    // --- where to listen and store
+    // ---------------------------------------------------------------- The Raft port is this node's
+    // member address. Client and admin ports:
+    Endpoint client_listen;  // --client-listen HOST:PORT (required)
+    Endpoint admin_listen;   // --admin-listen HOST:PORT (required)
+    std::string data_dir;    // --data-dir (required); created when missing
+
+    // --- timing
+    // -------------------------------------------------------------------------------------
+    uint32_t tick_ms = 50;                    // --tick-ms, 1..1000
+    uint32_t election_timeout_ms = 1000;      // --election-timeout-ms: >= 5 ticks, multiple of tick
+    uint32_t heartbeat_interval_ms = 100;     // --heartbeat-interval-ms: >= 1 tick, < election / 3
+    int64_t session_timeout_ms_min = 1000;    // --session-timeout-min-ms, >= 100
+    int64_t session_timeout_ms_max = 600000;  // --session-timeout-max-ms, >= min
+    // A write not applied within this answers TIMEOUT (outcome unknown; the client retries).
+    uint32_t request_timeout_ms = 10000;  // --request-timeout-ms, >= 100
+
+    // --- snapshots
+    // ------------------------------------------------------------------------------------
+    uint64_t snapshot_every_entries = 100000;  // --snapshot-every-entries, >= 100
+    uint64_t compaction_lag_entries = 10000;   // --compaction-lag-entries: entries kept behind it
+
+    // --- limits
+    // -----------------------------------------------------------------------------------------
+    uint32_t client_frame_bytes_max = 4u << 20;           // --max-frame-bytes, >= 64 KiB
+    uint32_t pending_requests_per_connection_max = 1024;  // --max-pending-requests, >= 1
+    uint32_t watches_per_connection_max = 10000;          // --max-watches, 1..10000
+    uint32_t connections_max = 10000;                     // --max-connections, >= 1
+
+    // --- logging
+    // ----------------------------------------------------------------------------------------
+    LogLevel log_level = LogLevel::kInfo;  // --log-level debug|info|warn|error
+
+    const Member& self() const;  // precondition: validated
+};
+
+// Parses argv (argv[0] is the program name). On --help / --version the error is empty and `help`
+// holds the text to print, exit status 0; otherwise the error says what is wrong (exit status 2).
+struct ConfigError {
+    std::string message;
+    std::string help;
+};
+Result<ServerConfig, ConfigError> parse_config(int argc, const char* const* argv);
+
+// The checks parse_config applies after reading flags and file: "" when valid, else the first
+// problem, worded as above.
+std::string validate(const ServerConfig& config);
+
+std::string_view to_string(LogLevel level);
+
+}  // namespace raftlock::server

@@ -1,0 +1,347 @@
+#include "server/replica.h"
+
+#include <algorithm>
+#include <random>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "net/raft_codec.h"
+#include "raft/conf_change.h"
+#include "raft/text.h"
+#include "statemachine/codec.h"
+
+namespace raftlock::server {
+
+namespace sm = statemachine;
+
+namespace {
+
+sm::Config state_machine_config(const ServerConfig& config) {
+    sm::Config c;
+    c.session_timeout_ms_min = config.session_timeout_ms_min;
+    c.session_timeout_ms_max = config.session_timeout_ms_max;
+    return c;
+}
+
+// Randomness lives at the edge: the core gets a seed, the nonces get a random start.
+uint64_t random_u64() {
+    std::random_device rd;
+    return (uint64_t{rd()} << 32) ^ rd();
+}
+
+}  // namespace
+
+Replica::Replica(const ServerConfig& config,
+                 std::unique_ptr<storage::RocksStorage> storage,
+                 PeerSink& peers,
+                 ClientSink& clients,
+                 Post post,
+                 const Clock& clock,
+                 Metrics& metrics)
+    : config_(config),
+      clock_(clock),
+      metrics_(metrics),
+      peers_(peers),
+      clients_(clients),
+      post_(std::move(post)),
+      storage_(std::move(storage)),
+      sm_(state_machine_config(config)) {
+    bootstrap_if_new();
+    const raft::InitialState init = storage_->initial_state();
+    if (init.snapshot_meta.index > 0) {
+        raft::StorageResult<raft::Snapshot> snap = storage_->snapshot();
+        RL_ASSERT_MSG(snap.ok(), "the store verified its snapshot on open but cannot read it");
+        const sm::ErrorCode rc = sm_.restore(snap->data);
+        RL_ASSERT_MSG(rc == sm::ErrorCode::kOk, "the stored snapshot does not restore");
+        snapshot_index_ = init.snapshot_meta.index;
+        applied_index_ = snapshot_index_;
+        applied_conf_ = init.snapshot_meta.conf_state;
+    }
+    raft::Config rc;
+    rc.id = config.node_id;
+    rc.election_tick = static_cast<int>(config.election_timeout_ms / config.tick_ms);
+    rc.heartbeat_tick = static_cast<int>(config.heartbeat_interval_ms / config.tick_ms);
+    rc.seed = random_u64();
+    rc.applied = applied_index_;
+    raw_ = std::make_unique<raft::RawNode>(rc, *storage_);
+    // Nonces tell this node's OpenSession entries apart from every other node's: the id in the
+    // top byte, a random start below (a restarted node must not reuse its predecessor's).
+    next_nonce_ = (config.node_id << 56) | (random_u64() >> 8);
+    worker_ = std::make_unique<StorageWorker>(post_);
+    spdlog::info("node {} of cluster {} started: term {}, log {}..{}, snapshot at {}",
+                 config.node_id, config.cluster_id, init.hard_state.term, storage_->first_index(),
+                 storage_->last_index(), snapshot_index_);
+}
+
+Replica::~Replica() {
+    worker_.reset();  // finish the disk work before the store closes
+}
+
+// A new data directory gets the founding configuration: every founding member writes the same
+// entry 1 (raft/conf_change.h), so all logs agree from the start.
+void Replica::bootstrap_if_new() {
+    const raft::InitialState init = storage_->initial_state();
+    if (storage_->last_index() > 0 || !init.hard_state.empty()) {
+        return;
+    }
+    raft::ConfState conf;
+    for (const Member& m : config_.members) {
+        conf.voters.push_back(m.id);
+    }
+    std::sort(conf.voters.begin(), conf.voters.end());
+    const raft::Bootstrap b = raft::make_bootstrap(conf);
+    storage_->append({b.entry});
+    storage_->set_hard_state(b.hard_state);
+    spdlog::info("bootstrapped a new cluster with voters {}", fmt::join(conf.voters, ","));
+}
+
+void Replica::tick() {
+    ++ticks_;
+    raw_->tick();
+    if (is_leader()) {
+        expire_sessions();
+        maybe_propose_noop();
+    }
+    expire_requests();
+    schedule_flush();
+}
+
+void Replica::schedule_flush() {
+    if (flush_scheduled_) {
+        return;
+    }
+    flush_scheduled_ = true;
+    post_([this] { flush(); });
+}
+
+// Once per loop turn: everything that arrived since the last turn goes out together (one ReadIndex
+// for all reads, one ForwardKeepAlive, one Ready for all proposals).
+void Replica::flush() {
+    flush_scheduled_ = false;
+    if (!next_batch_.empty()) {
+        const std::string context = fmt::format("r{}", ++next_tag_);
+        next_batch_.deadline_ms = clock_.steady_ms() + config_.request_timeout_ms;
+        reads_in_flight_.emplace(context, std::move(next_batch_));
+        next_batch_ = ReadBatch{};
+        raw_->read_index(context);
+        ++metrics_.read_index_requests_total;
+    }
+    flush_keepalive_forwards();
+    drive();
+}
+
+void Replica::drive() {
+    while (!ready_in_flight_ && raw_->has_ready()) {
+        auto ready = std::make_shared<raft::Ready>(raw_->ready());
+        if (ready->soft_state) {
+            on_soft_state(*ready->soft_state);
+        }
+        send_raft(ready->early_messages);
+        const bool write = ready->snapshot || !ready->entries.empty() || ready->hard_state;
+        if (!write) {
+            finish_ready(*ready);
+            continue;
+        }
+        ready_in_flight_ = true;
+        worker_->submit(
+            [this, ready] {
+                const int64_t start_us = clock_.steady_us();
+                storage_->persist(*ready, ready->must_sync);
+                if (ready->must_sync) {
+                    metrics_.fsync_latency.record_us(
+                        static_cast<uint64_t>(clock_.steady_us() - start_us));
+                }
+            },
+            [this, ready] {
+                finish_ready(*ready);
+                drive();
+            });
+    }
+}
+
+void Replica::finish_ready(raft::Ready& ready) {
+    send_raft(ready.messages);
+    if (ready.snapshot) {
+        apply_snapshot(*ready.snapshot);
+    }
+    apply_entries(ready.committed_entries);
+    for (raft::ReadState& rs : ready.read_states) {
+        auto it = reads_in_flight_.find(rs.context);
+        if (it == reads_in_flight_.end()) {
+            continue;  // answered already (a duplicate after a resubmission) or timed out
+        }
+        ReadBatch batch = std::move(it->second);
+        reads_in_flight_.erase(it);
+        if (applied_index_ >= rs.index) {
+            serve_batch(batch);
+        } else {
+            reads_waiting_apply_.emplace(rs.index, std::move(batch));
+        }
+    }
+    raw_->advance(ready);
+    ready_in_flight_ = false;
+    maybe_snapshot();
+}
+
+void Replica::send_raft(std::vector<raft::Message>& messages) {
+    for (raft::Message& m : messages) {
+        proto::PeerFrame frame;
+        net::to_proto(m, *frame.mutable_raft());
+        peers_.send(m.to, frame);
+    }
+}
+
+void Replica::on_soft_state(const raft::SoftState& soft) {
+    const raft::SoftState before = soft_;
+    soft_ = soft;
+    if (soft.role == raft::Role::kCandidate && before.role != raft::Role::kCandidate) {
+        ++metrics_.elections_total;
+        spdlog::info("election: node {} campaigns in term {}", config_.node_id,
+                     raw_->status().hard_state.term);
+    }
+    if (soft.role == raft::Role::kLeader && before.role != raft::Role::kLeader) {
+        // A new leader gives every session a full timeout (no session dies of a failover), and
+        // continues cluster time from the last applied entry with its own monotonic clock.
+        std::vector<std::pair<uint64_t, int64_t>> sessions;
+        for (const sm::SessionInfo& s : sm_.sessions()) {
+            sessions.emplace_back(s.id, s.timeout_ms);
+        }
+        tracker_.reset(sessions, clock_.steady_ms());
+        const int64_t base_ms = sm_.now_ms() > 0 ? sm_.now_ms() : clock_.wall_ms();
+        time_offset_ms_ = base_ms - clock_.steady_ms();
+        last_noop_ms_ = 0;
+    } else if (before.role == raft::Role::kLeader && soft.role != raft::Role::kLeader) {
+        tracker_.clear();
+        spdlog::info("node {} is no longer the leader", config_.node_id);
+    }
+    if (soft.leader != before.leader) {
+        ++metrics_.leader_changes_total;
+        if (soft.leader == raft::kNoNode) {
+            spdlog::info("leader lost (term {})", raw_->status().hard_state.term);
+        } else {
+            spdlog::info("leader is node {} (term {}){}", soft.leader,
+                         raw_->status().hard_state.term,
+                         soft.leader == config_.node_id ? ": this node" : "");
+            // Not from inside the Ready being handled: on the next loop turn.
+            post_([this] {
+                resubmit_after_leader_change();
+                schedule_flush();
+            });
+        }
+    }
+}
+
+int64_t Replica::cluster_now_ms() {
+    last_stamp_ms_ = std::max(last_stamp_ms_, clock_.steady_ms() + time_offset_ms_);
+    return last_stamp_ms_;
+}
+
+void Replica::maybe_snapshot() {
+    if (applied_index_ < snapshot_index_ + config_.snapshot_every_entries) {
+        return;
+    }
+    const raft::Index index = applied_index_;
+    const raft::Index compact_to =
+        index > config_.compaction_lag_entries ? index - config_.compaction_lag_entries : 0;
+    auto data = std::make_shared<std::string>(sm_.snapshot());
+    const size_t bytes = data->size();
+    const raft::ConfState conf = applied_conf_;
+    snapshot_index_ = index;
+    ++metrics_.snapshots_created_total;
+    worker_->submit(
+        [this, index, compact_to, conf, data] {
+            storage_->create_snapshot(index, conf, std::move(*data));
+            if (compact_to >= storage_->first_index()) {
+                storage_->compact(compact_to);
+            }
+        },
+        [index, compact_to, bytes] {
+            spdlog::info("snapshot at index {} written ({} bytes); log compacted to {}", index,
+                         bytes, compact_to);
+        });
+}
+
+void Replica::expire_sessions() {
+    const int64_t retry_ms = std::max<int64_t>(2 * config_.election_timeout_ms, 1000);
+    for (uint64_t session : tracker_.take_expired(clock_.steady_ms(), retry_ms, 1000)) {
+        const SessionTracker::Entry* e = tracker_.find(session);
+        spdlog::info("session {} expired (no keepalive for {} ms): proposing its end", session,
+                     e ? e->timeout_ms : 0);
+        sm::Command c;
+        c.op = sm::ExpireSession{session};
+        if (propose_command(std::move(c))) {
+            ++metrics_.sessions_expired_total;
+        }
+    }
+}
+
+// Wait deadlines, lock-delays and TTLs fire at the first entry whose cluster time reaches them; on
+// an idle cluster the leader proposes a Noop to carry the time.
+void Replica::maybe_propose_noop() {
+    const std::optional<sm::TimeMs> next = sm_.next_timer_ms();
+    if (!next || cluster_now_ms() < *next) {
+        return;
+    }
+    const int64_t now_ms = clock_.steady_ms();
+    if (now_ms - last_noop_ms_ < 2 * static_cast<int64_t>(config_.tick_ms)) {
+        return;
+    }
+    last_noop_ms_ = now_ms;
+    sm::Command c;
+    c.op = sm::Noop{};
+    propose_command(std::move(c));
+}
+
+void Replica::expire_requests() {
+    const int64_t now_ms = clock_.steady_ms();
+    for (auto it = pending_writes_.begin(); it != pending_writes_.end();) {
+        if (it->second.deadline_ms > now_ms) {
+            ++it;
+            continue;
+        }
+        const ClientRef client{it->second.conn, it->second.request_id};
+        forward_tags_.erase(it->second.forward_tag);
+        it = pending_writes_.erase(it);
+        respond_error(client, proto::TIMEOUT);
+    }
+    for (auto it = reads_in_flight_.begin(); it != reads_in_flight_.end();) {
+        if (it->second.deadline_ms > now_ms) {
+            ++it;
+            continue;
+        }
+        ReadBatch batch = std::move(it->second);
+        it = reads_in_flight_.erase(it);
+        for (const auto& [client, request] : batch.reads) {
+            respond_error(client, proto::TIMEOUT, "no leader confirmed the read in time; retry");
+        }
+        for (const auto& [client, session] : batch.keepalives) {
+            respond_error(client, proto::TIMEOUT);
+        }
+    }
+    for (auto it = keepalive_forwards_.begin(); it != keepalive_forwards_.end();) {
+        if (it->second.deadline_ms > now_ms) {
+            ++it;
+            continue;
+        }
+        for (const auto& [client, session] : it->second.clients) {
+            respond_error(client, proto::TIMEOUT, "the leader did not answer the keepalive");
+        }
+        it = keepalive_forwards_.erase(it);
+    }
+}
+
+void Replica::shut_down() {
+    shutting_down_ = true;
+    for (auto& [key, pending] : pending_writes_) {
+        respond_error(ClientRef{pending.conn, pending.request_id}, proto::SHUTTING_DOWN);
+    }
+    pending_writes_.clear();
+    forward_tags_.clear();
+    for (auto& [key, waiting] : waiting_) {
+        respond_error(ClientRef{waiting.conn, waiting.request_id}, proto::SHUTTING_DOWN);
+    }
+    waiting_.clear();
+}
+
+}  // namespace raftlock::server

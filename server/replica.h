@@ -1,0 +1,238 @@
+#pragma once
+
+// One raftlockd node's core (DESIGN.md §5): the Raft core, the durable store, the lock state
+// machine, the watches of this node's clients, session liveness (leader), and the requests of
+// this node's clients. No sockets: the runtime (cli/raftlockd.cc) feeds it peer frames, client
+// requests and ticks on its one loop thread, and it answers through PeerSink and ClientSink.
+//
+// The Ready loop is asynchronous (raft/raw_node.h's order, with the write on the storage thread):
+//   ready() -> send early messages -> storage thread persists (one synced batch: group commit)
+//   -> back on the loop: send messages, apply committed entries, serve reads -> advance()
+// While a write is in flight the loop keeps stepping messages and taking requests; they all go
+// into the next Ready, so a busy node writes big batches.
+//
+// Request paths:
+//   writes     a Command stamped with cluster time by the leader (a follower forwards it as a
+//              ForwardWrite); the node holding the client's connection answers when it applies
+//              the entry, matched by (session, seq), or (0, nonce) for OpenSession. Pending writes
+//              are resubmitted to each new leader; exactly-once makes that safe.
+//   reads      batched into one ReadIndex request per loop turn; served once applied >= index.
+//   keepalive  recorded by the leader, acknowledged after a ReadIndex round (session_tracker.h).
+//   acquire    with a wait: answered when the grant (or the wait's end) applies.
+//
+// Threads: every public method runs on the loop thread. The storage thread runs only the jobs
+// this class gives StorageWorker.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "net/client_listener.h"
+#include "proto/client.pb.h"
+#include "proto/peer.pb.h"
+#include "raft/raw_node.h"
+#include "server/clock.h"
+#include "server/config.h"
+#include "server/metrics.h"
+#include "server/session_tracker.h"
+#include "server/storage_worker.h"
+#include "statemachine/state_machine.h"
+#include "statemachine/watches.h"
+#include "storage/rocks_storage.h"
+
+namespace raftlock::server {
+
+class PeerSink {
+public:
+    virtual ~PeerSink() = default;
+    // False when the frame was dropped (unknown peer, full queue); Raft recovers from that.
+    virtual bool send(uint64_t to, const proto::PeerFrame& frame) = 0;
+};
+
+class ClientSink {
+public:
+    virtual ~ClientSink() = default;
+    virtual void send(net::ConnectionId id, const proto::ServerMessage& message) = 0;
+    virtual void close(net::ConnectionId id) = 0;
+};
+
+class Replica final : public net::ClientHandler {
+public:
+    using Post = std::function<void(std::function<void()>)>;
+
+    // Opens nothing itself: `storage` is an open store (bootstrapped here when new). `post` runs a
+    // task later on the loop thread. All references must outlive the replica.
+    Replica(const ServerConfig& config,
+            std::unique_ptr<storage::RocksStorage> storage,
+            PeerSink& peers,
+            ClientSink& clients,
+            Post post,
+            const Clock& clock,
+            Metrics& metrics);
+    ~Replica() override;
+    Replica(const Replica&) = delete;
+    Replica& operator=(const Replica&) = delete;
+
+    // Called every config.tick_ms.
+    void tick();
+    void on_peer_frame(uint64_t from, proto::PeerFrame&& frame);
+
+    // net::ClientHandler
+    void on_client_open(net::ConnectionId id, const std::string& remote) override;
+    void on_client_request(net::ConnectionId id, proto::Request&& request) override;
+    void on_client_close(net::ConnectionId id) override;
+
+    // Answers every pending request with SHUTTING_DOWN and stops taking new ones; the storage
+    // thread finishes its queue when the replica is destroyed.
+    void shut_down();
+
+    // Admin views.
+    std::string status_json() const;
+    bool healthy() const;  // a leader is known and this node is not shutting down
+    void fill_status(proto::NodeStatusResult& out) const;
+    bool is_leader() const { return soft_.role == raft::Role::kLeader; }
+    uint64_t leader() const { return soft_.leader; }
+    raft::Index applied_index() const { return applied_index_; }
+    const statemachine::StateMachine& state() const { return sm_; }
+    size_t connection_count() const { return connections_.size(); }
+
+private:
+    using WriteKey = std::pair<uint64_t, uint64_t>;                  // (client_id, seq)
+    using WaitKey = std::tuple<uint64_t, std::string, std::string>;  // (session, lock, owner tag)
+
+    struct Connection {
+        std::string remote;
+        size_t pending = 0;  // requests not answered yet
+        std::set<uint64_t> sessions;
+    };
+    struct PendingWrite {
+        net::ConnectionId conn = 0;
+        uint64_t request_id = 0;
+        statemachine::Command command;  // time_ms = 0; the leader stamps it
+        int64_t submitted_us = 0;
+        int64_t deadline_ms = 0;
+        uint64_t forward_tag = 0;  // the latest ForwardWrite of it, 0 when proposed locally
+    };
+    struct Waiting {
+        net::ConnectionId conn = 0;
+        uint64_t request_id = 0;
+    };
+    struct ClientRef {
+        net::ConnectionId conn = 0;
+        uint64_t request_id = 0;
+    };
+    // A follower's relayed keepalives, waiting for the leader's ReadIndex round.
+    struct ForwardedKeepAlive {
+        uint64_t from = 0;
+        uint64_t tag = 0;
+        std::vector<uint64_t> sessions;  // renewed or unknown: decided when the round confirms
+        std::vector<uint64_t> expiring;  // past their deadline: answered as expired
+    };
+    // Everything one ReadIndex round confirms.
+    struct ReadBatch {
+        std::vector<std::pair<ClientRef, proto::Request>> reads;
+        std::vector<std::pair<ClientRef, uint64_t>> keepalives;  // local clients (leader)
+        std::vector<ForwardedKeepAlive> forwarded;
+        int64_t deadline_ms = 0;
+        bool empty() const { return reads.empty() && keepalives.empty() && forwarded.empty(); }
+    };
+    struct KeepAliveForward {
+        std::vector<std::pair<ClientRef, uint64_t>> clients;  // (client, session)
+        int64_t deadline_ms = 0;
+    };
+
+    // replica.cc: construction, ticks, the asynchronous Ready loop.
+    void bootstrap_if_new();
+    void schedule_flush();
+    void flush();
+    void drive();
+    void finish_ready(raft::Ready& ready);
+    void send_raft(std::vector<raft::Message>& messages);
+    void on_soft_state(const raft::SoftState& soft);
+    void maybe_snapshot();
+    void expire_sessions();
+    void maybe_propose_noop();
+    void expire_requests();
+    int64_t cluster_now_ms();
+
+    // replica_apply.cc: committed entries -> replies and pushes.
+    void apply_entries(const std::vector<raft::Entry>& entries);
+    void apply_snapshot(const raft::Snapshot& snapshot);
+    void on_applied(const statemachine::Command& command, const statemachine::ApplyResult& result);
+    void answer_write(const statemachine::Command& command,
+                      const statemachine::ApplyResult& result);
+    void register_wait(const WaitKey& key, const ClientRef& client);
+    void resolve_waits_after_restore();
+    void push_watch_events(const std::vector<statemachine::WatchTrigger>& triggers);
+    void end_session(uint64_t session, bool expired);
+
+    // replica_clients.cc: client requests.
+    void submit_write(net::ConnectionId conn, proto::Request& request);
+    void route_write(const WriteKey& key, PendingWrite& pending);
+    bool propose_command(statemachine::Command command);
+    void add_read(net::ConnectionId conn, proto::Request&& request);
+    void add_keepalive(net::ConnectionId conn, const proto::Request& request);
+    void answer_local(net::ConnectionId conn, const proto::Request& request);
+    void serve_batch(ReadBatch& batch);
+    void serve_read(const ClientRef& client, const proto::Request& request);
+    void respond(const ClientRef& client, proto::Response& response);
+    void respond_error(const ClientRef& client, proto::Code code, std::string message = {});
+    void note_session(net::ConnectionId conn, uint64_t session);
+
+    // replica_peers.cc: forwarding between nodes.
+    void handle_forward_write(uint64_t from, const proto::ForwardWrite& forward);
+    void handle_forward_keepalive(uint64_t from, const proto::ForwardKeepAlive& forward);
+    void handle_forward_reply(const proto::ForwardReply& reply);
+    void send_forward_reply(uint64_t to, uint64_t tag, proto::ForwardStatus status);
+    void flush_keepalive_forwards();
+    void resubmit_after_leader_change();
+
+    const ServerConfig& config_;
+    const Clock& clock_;
+    Metrics& metrics_;
+    PeerSink& peers_;
+    ClientSink& clients_;
+    Post post_;
+
+    std::unique_ptr<storage::RocksStorage> storage_;
+    std::unique_ptr<raft::RawNode> raw_;
+    statemachine::StateMachine sm_;
+    statemachine::WatchRegistry watches_;
+    SessionTracker tracker_;
+    raft::ConfState applied_conf_;   // the configuration as of the applied index (for snapshots)
+    raft::Index applied_index_ = 0;  // Raft's applied index (configuration entries included)
+    raft::Index snapshot_index_ = 0;
+
+    raft::SoftState soft_;
+    bool ready_in_flight_ = false;
+    bool flush_scheduled_ = false;
+    bool shutting_down_ = false;
+    uint64_t ticks_ = 0;
+    int64_t time_offset_ms_ = 0;  // cluster time = steady clock + offset while leader
+    int64_t last_stamp_ms_ = 0;
+    int64_t last_noop_ms_ = 0;
+    uint64_t next_nonce_ = 0;
+    uint64_t next_tag_ = 0;
+
+    std::map<net::ConnectionId, Connection> connections_;
+    std::map<uint64_t, std::set<net::ConnectionId>> session_connections_;
+    std::map<WriteKey, PendingWrite> pending_writes_;
+    std::map<uint64_t, WriteKey> forward_tags_;  // ForwardWrite tag -> its pending write
+    std::map<WaitKey, Waiting> waiting_;
+    ReadBatch next_batch_;
+    std::map<std::string, ReadBatch> reads_in_flight_;  // by ReadIndex context
+    std::multimap<raft::Index, ReadBatch> reads_waiting_apply_;
+    std::vector<std::pair<ClientRef, uint64_t>> next_keepalive_forward_;
+    std::map<uint64_t, KeepAliveForward> keepalive_forwards_;  // by tag
+
+    // Declared last: destroyed first, so its thread finishes before the store closes.
+    std::unique_ptr<StorageWorker> worker_;
+};
+
+}  // namespace raftlock::server

@@ -1,0 +1,211 @@
+// Committed entries -> the state machine -> replies to this node's clients and pushes (watch
+// events, lock grants, ended sessions).
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "raft/conf_change.h"
+#include "server/replica.h"
+#include "server/request_codec.h"
+#include "statemachine/codec.h"
+
+namespace raftlock::server {
+
+namespace sm = statemachine;
+
+void Replica::apply_entries(const std::vector<raft::Entry>& entries) {
+    if (entries.empty()) {
+        return;
+    }
+    const int64_t start_us = clock_.steady_us();
+    for (const raft::Entry& e : entries) {
+        RL_ASSERT(e.index == applied_index_ + 1);
+        applied_index_ = e.index;
+        ++metrics_.applied_entries_total;
+        if (e.type == raft::EntryType::kConfChange) {
+            // The core switched configurations when it appended the entry; the applied
+            // configuration is what a snapshot at this index must carry.
+            auto record = raft::decode_conf_change(e.data);
+            RL_ASSERT_MSG(record.ok(), "a committed configuration entry does not decode");
+            applied_conf_ = record->conf_state;
+            continue;
+        }
+        if (e.data.empty()) {
+            (void)sm_.apply(e.index, e.data);  // a leader's term-start entry
+            continue;
+        }
+        Result<sm::Command, sm::ErrorCode> command = sm::decode_command(e.data);
+        if (!command.ok()) {
+            spdlog::warn("entry {} does not decode as a command; skipped", e.index);
+            (void)sm_.apply(e.index, e.data);
+            continue;
+        }
+        const sm::ApplyResult result = sm_.apply_command(e.index, *command);
+        on_applied(*command, result);
+    }
+    metrics_.apply_batch_latency.record_us(static_cast<uint64_t>(clock_.steady_us() - start_us));
+    while (!reads_waiting_apply_.empty() && reads_waiting_apply_.begin()->first <= applied_index_) {
+        ReadBatch batch = std::move(reads_waiting_apply_.begin()->second);
+        reads_waiting_apply_.erase(reads_waiting_apply_.begin());
+        serve_batch(batch);
+    }
+}
+
+void Replica::apply_snapshot(const raft::Snapshot& snapshot) {
+    const sm::ErrorCode rc = sm_.restore(snapshot.data);
+    // The store checked the snapshot's checksum; a leader's snapshot that does not restore is a
+    // bug on the leader, and going on would leave this replica diverged.
+    RL_ASSERT_MSG(rc == sm::ErrorCode::kOk, "a snapshot from the leader does not restore");
+    applied_index_ = snapshot.metadata.index;
+    applied_conf_ = snapshot.metadata.conf_state;
+    snapshot_index_ = snapshot.metadata.index;
+    ++metrics_.snapshots_installed_total;
+    spdlog::info("installed a snapshot at index {} from the leader", snapshot.metadata.index);
+    resolve_waits_after_restore();
+}
+
+void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& result) {
+    if (const auto* open = std::get_if<sm::OpenSession>(&command.op)) {
+        if (result.response.code == sm::ErrorCode::kOk && is_leader()) {
+            tracker_.add(result.response.session, open->timeout_ms, clock_.steady_ms());
+        }
+    }
+    if (const auto* expire = std::get_if<sm::ExpireSession>(&command.op)) {
+        if (result.response.code == sm::ErrorCode::kOk) {
+            spdlog::info("session {} ended by expiry at index {}", expire->session, result.index);
+        }
+    }
+    answer_write(command, result);
+    push_watch_events(result.triggers);
+    for (const sm::LockGrant& grant : result.grants) {
+        auto it = waiting_.find(WaitKey{grant.session, grant.name, grant.owner_tag});
+        if (it == waiting_.end()) {
+            continue;  // the waiter's connection is on another node (or gone)
+        }
+        proto::Response response;
+        response.set_code(proto::OK);
+        response.mutable_lock()->set_outcome(proto::LOCK_GRANTED);
+        response.mutable_lock()->set_token(grant.token);
+        response.mutable_lock()->set_hold_count(1);
+        const ClientRef client{it->second.conn, it->second.request_id};
+        waiting_.erase(it);
+        ++metrics_.lock_grants_pushed_total;
+        respond(client, response);
+    }
+    for (const sm::WaitTimeout& timeout : result.wait_timeouts) {
+        auto it = waiting_.find(WaitKey{timeout.session, timeout.name, timeout.owner_tag});
+        if (it != waiting_.end()) {
+            const ClientRef client{it->second.conn, it->second.request_id};
+            waiting_.erase(it);
+            respond_error(client, proto::WAIT_TIMEOUT);
+        }
+    }
+    for (const sm::SessionEnded& ended : result.sessions_ended) {
+        end_session(ended.session, ended.reason == sm::SessionEnd::kExpired);
+    }
+}
+
+// The reply to the write this entry carries, if this node's client is waiting for it.
+void Replica::answer_write(const sm::Command& command, const sm::ApplyResult& result) {
+    auto it = pending_writes_.find(WriteKey{result.client_id, result.seq});
+    if (it == pending_writes_.end() || result.seq == 0) {
+        return;
+    }
+    PendingWrite pending = std::move(it->second);
+    pending_writes_.erase(it);
+    forward_tags_.erase(pending.forward_tag);
+    metrics_.commit_latency.record_us(
+        static_cast<uint64_t>(clock_.steady_us() - pending.submitted_us));
+    const ClientRef client{pending.conn, pending.request_id};
+    if (result.response.session != sm::kNoSession) {
+        note_session(pending.conn, result.response.session);
+    }
+    if (const auto* acquire = std::get_if<sm::Acquire>(&command.op);
+        acquire && result.response.code == sm::ErrorCode::kOk &&
+        result.response.lock == sm::LockOutcome::kQueued) {
+        register_wait(WaitKey{command.client_id, acquire->name, acquire->owner_tag}, client);
+        return;
+    }
+    proto::Response response;
+    fill_write_response(command, result.response, response);
+    respond(client, response);
+}
+
+// A queued acquire waits for its grant. After a replay (a retry of a queued acquire) or a snapshot,
+// the wait may already have ended: the lock's current state says how.
+void Replica::register_wait(const WaitKey& key, const ClientRef& client) {
+    const auto& [session, name, owner_tag] = key;
+    const std::optional<sm::LockInfo> info = sm_.describe_lock(name);
+    if (info) {
+        for (const sm::HolderInfo& h : info->holders) {
+            if (h.session == session && h.owner_tag == owner_tag) {
+                proto::Response response;
+                response.set_code(proto::OK);
+                response.mutable_lock()->set_outcome(proto::LOCK_GRANTED);
+                response.mutable_lock()->set_token(h.token);
+                response.mutable_lock()->set_hold_count(h.count);
+                respond(client, response);
+                return;
+            }
+        }
+        for (const sm::WaiterInfo& w : info->waiters) {
+            if (w.session == session && w.owner_tag == owner_tag) {
+                auto [it, inserted] =
+                    waiting_.insert_or_assign(key, Waiting{client.conn, client.request_id});
+                (void)it;
+                (void)inserted;
+                return;
+            }
+        }
+    }
+    respond_error(client, sm_.session(session) ? proto::WAIT_TIMEOUT : proto::SESSION_EXPIRED);
+}
+
+void Replica::resolve_waits_after_restore() {
+    std::map<WaitKey, Waiting> waits = std::move(waiting_);
+    waiting_.clear();
+    for (const auto& [key, w] : waits) {
+        register_wait(key, ClientRef{w.conn, w.request_id});
+    }
+}
+
+void Replica::push_watch_events(const std::vector<sm::WatchTrigger>& triggers) {
+    if (triggers.empty()) {
+        return;
+    }
+    for (const sm::WatchEvent& event : watches_.dispatch(triggers)) {
+        proto::ServerMessage message;
+        proto::WatchEvent* w = message.mutable_watch_event();
+        w->set_path(event.path);
+        w->set_type(static_cast<proto::EventType>(event.type));
+        w->set_zxid(event.zxid);
+        ++metrics_.watch_events_total;
+        clients_.send(event.watcher, message);
+    }
+}
+
+void Replica::end_session(uint64_t session, bool expired) {
+    tracker_.remove(session);
+    for (auto it = waiting_.lower_bound(WaitKey{session, {}, {}});
+         it != waiting_.end() && std::get<0>(it->first) == session;) {
+        const ClientRef client{it->second.conn, it->second.request_id};
+        it = waiting_.erase(it);
+        respond_error(client, proto::SESSION_EXPIRED);
+    }
+    auto conns = session_connections_.find(session);
+    if (conns == session_connections_.end()) {
+        return;
+    }
+    for (net::ConnectionId conn : conns->second) {
+        proto::ServerMessage message;
+        message.mutable_session_ended()->set_session_id(session);
+        message.mutable_session_ended()->set_expired(expired);
+        clients_.send(conn, message);
+        if (auto c = connections_.find(conn); c != connections_.end()) {
+            c->second.sessions.erase(session);
+        }
+    }
+    session_connections_.erase(conns);
+}
+
+}  // namespace raftlock::server

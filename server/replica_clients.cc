@@ -1,0 +1,281 @@
+// Client requests: writes through the log, reads after ReadIndex, keepalives, local requests.
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "server/replica.h"
+#include "server/request_codec.h"
+#include "statemachine/codec.h"
+
+namespace raftlock::server {
+
+namespace sm = statemachine;
+
+void Replica::on_client_open(net::ConnectionId id, const std::string& remote) {
+    connections_[id].remote = remote;
+}
+
+void Replica::on_client_close(net::ConnectionId id) {
+    auto c = connections_.find(id);
+    if (c == connections_.end()) {
+        return;
+    }
+    watches_.remove_watcher(id);
+    for (uint64_t session : c->second.sessions) {
+        auto conns = session_connections_.find(session);
+        if (conns != session_connections_.end()) {
+            conns->second.erase(id);
+            if (conns->second.empty()) {
+                session_connections_.erase(conns);
+            }
+        }
+    }
+    // Writes already submitted still apply (the client may retry them elsewhere); only the reply
+    // has nowhere to go. Waits stay in the state machine until granted, timed out or cancelled.
+    for (auto it = pending_writes_.begin(); it != pending_writes_.end();) {
+        if (it->second.conn == id) {
+            forward_tags_.erase(it->second.forward_tag);
+            it = pending_writes_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    std::erase_if(waiting_, [id](const auto& w) { return w.second.conn == id; });
+    connections_.erase(c);
+}
+
+void Replica::on_client_request(net::ConnectionId id, proto::Request&& request) {
+    auto c = connections_.find(id);
+    if (c == connections_.end()) {
+        return;
+    }
+    ++metrics_.client_requests_total;
+    const ClientRef client{id, request.request_id()};
+    if (c->second.pending >= config_.pending_requests_per_connection_max) {
+        proto::ServerMessage message;
+        proto::Response* r = message.mutable_response();
+        r->set_request_id(request.request_id());
+        r->set_code(proto::TOO_MANY_REQUESTS);
+        r->set_message(fmt::format("more than {} requests pending on this connection",
+                                   config_.pending_requests_per_connection_max));
+        ++metrics_.client_errors_total;
+        clients_.send(id, message);
+        return;
+    }
+    ++c->second.pending;
+    if (shutting_down_) {
+        respond_error(client, proto::SHUTTING_DOWN);
+        return;
+    }
+    switch (kind_of(request)) {
+        case RequestKind::kWrite:
+            submit_write(id, request);
+            break;
+        case RequestKind::kRead:
+            add_read(id, std::move(request));
+            break;
+        case RequestKind::kKeepAlive:
+            add_keepalive(id, request);
+            break;
+        case RequestKind::kLocal:
+            answer_local(id, request);
+            break;
+        case RequestKind::kInvalid:
+            respond_error(client, proto::BAD_REQUEST, "the request has no body (unknown request?)");
+            break;
+    }
+    schedule_flush();
+}
+
+void Replica::submit_write(net::ConnectionId conn, proto::Request& request) {
+    const ClientRef client{conn, request.request_id()};
+    Result<sm::Command, std::string> command = to_command(request, next_nonce_++);
+    if (!command.ok()) {
+        respond_error(client, proto::BAD_ARGUMENTS, command.error());
+        return;
+    }
+    if (command->client_id != sm::kNoSession) {
+        note_session(conn, command->client_id);
+    }
+    const WriteKey key{command->client_id, command->seq};
+    auto [it, inserted] = pending_writes_.try_emplace(key);
+    if (!inserted) {
+        // A retry of a write still pending here: the newest request gets the reply.
+        forward_tags_.erase(it->second.forward_tag);
+        respond_error(ClientRef{it->second.conn, it->second.request_id}, proto::TIMEOUT,
+                      "superseded by a retry of the same (session, seq)");
+    }
+    const int64_t now_us = clock_.steady_us();
+    it->second = PendingWrite{conn,
+                              request.request_id(),
+                              std::move(command).value(),
+                              now_us,
+                              now_us / 1000 + config_.request_timeout_ms,
+                              0};
+    route_write(key, it->second);
+}
+
+// Proposes the write (leader) or forwards it to the leader. With no leader known it waits: the
+// next leader gets it (resubmit_after_leader_change) or the request times out.
+void Replica::route_write(const WriteKey& key, PendingWrite& pending) {
+    forward_tags_.erase(pending.forward_tag);
+    pending.forward_tag = 0;
+    if (is_leader()) {
+        if (!propose_command(pending.command)) {
+            const ClientRef client{pending.conn, pending.request_id};
+            pending_writes_.erase(key);
+            respond_error(client, proto::UNAVAILABLE,
+                          "the leader cannot take proposals now (leadership transfer or overload)");
+        }
+        return;
+    }
+    if (soft_.leader == raft::kNoNode) {
+        return;
+    }
+    Result<std::string, sm::ErrorCode> bytes = sm::encode_command(pending.command);
+    RL_ASSERT_MSG(bytes.ok(), "a validated command does not encode");
+    proto::PeerFrame frame;
+    pending.forward_tag = ++next_tag_;
+    frame.mutable_forward_write()->set_tag(pending.forward_tag);
+    frame.mutable_forward_write()->set_command(std::move(bytes).value());
+    forward_tags_[pending.forward_tag] = key;
+    ++metrics_.forwarded_writes_total;
+    peers_.send(soft_.leader, frame);
+}
+
+bool Replica::propose_command(sm::Command command) {
+    RL_ASSERT(is_leader());
+    command.time_ms = cluster_now_ms();
+    Result<std::string, sm::ErrorCode> bytes = sm::encode_command(command);
+    RL_ASSERT_MSG(bytes.ok(), "a validated command does not encode");
+    const raft::Status status = raw_->propose(std::move(bytes).value());
+    if (!status.ok()) {
+        ++metrics_.proposals_dropped_total;
+        return false;
+    }
+    ++metrics_.proposals_total;
+    schedule_flush();
+    return true;
+}
+
+void Replica::add_read(net::ConnectionId conn, proto::Request&& request) {
+    const ClientRef client{conn, request.request_id()};
+    next_batch_.reads.emplace_back(client, std::move(request));
+}
+
+void Replica::add_keepalive(net::ConnectionId conn, const proto::Request& request) {
+    const ClientRef client{conn, request.request_id()};
+    const uint64_t session = request.session_id();
+    if (session == sm::kNoSession) {
+        respond_error(client, proto::BAD_REQUEST, "keep_alive needs session_id");
+        return;
+    }
+    note_session(conn, session);
+    if (is_leader()) {
+        if (tracker_.touch(session, clock_.steady_ms()) == SessionTracker::Touch::kExpiring) {
+            respond_error(client, proto::SESSION_EXPIRED);
+            return;
+        }
+        next_batch_.keepalives.emplace_back(client, session);
+        return;
+    }
+    if (soft_.leader == raft::kNoNode) {
+        respond_error(client, proto::UNAVAILABLE, "no leader to record the keepalive; retry");
+        return;
+    }
+    next_keepalive_forward_.emplace_back(client, session);
+}
+
+void Replica::answer_local(net::ConnectionId conn, const proto::Request& request) {
+    const ClientRef client{conn, request.request_id()};
+    proto::Response response;
+    if (request.has_node_status()) {
+        fill_status(*response.mutable_node_status());
+        respond(client, response);
+        return;
+    }
+    const bool add = request.has_add_watch();
+    const std::string& path = add ? request.add_watch().path() : request.remove_watch().path();
+    const bool recursive =
+        add ? request.add_watch().recursive() : request.remove_watch().recursive();
+    const sm::WatchKind kind =
+        recursive ? sm::WatchKind::kPersistentRecursive : sm::WatchKind::kPersistent;
+    if (!add) {
+        const bool removed = watches_.remove(conn, path, kind);
+        respond_error(client, removed ? proto::OK : proto::NO_NODE,
+                      removed ? "" : "no such persistent watch on this connection");
+        return;
+    }
+    if (watches_.watch_count(conn) >= config_.watches_per_connection_max) {
+        respond_error(client, proto::LIMIT_EXCEEDED, "too many watches on this connection");
+        return;
+    }
+    respond_error(client, to_proto(watches_.add(conn, path, kind)));
+}
+
+void Replica::serve_batch(ReadBatch& batch) {
+    for (const auto& [client, request] : batch.reads) {
+        serve_read(client, request);
+    }
+    for (const auto& [client, session] : batch.keepalives) {
+        respond_error(client, sm_.session(session) ? proto::OK : proto::SESSION_EXPIRED);
+    }
+    for (const ForwardedKeepAlive& f : batch.forwarded) {
+        proto::PeerFrame frame;
+        proto::ForwardReply* reply = frame.mutable_forward_reply();
+        reply->set_tag(f.tag);
+        reply->set_status(proto::FORWARD_OK);
+        reply->set_leader(soft_.leader);
+        for (uint64_t session : f.expiring) {
+            reply->add_expired_sessions(session);
+        }
+        for (uint64_t session : f.sessions) {
+            if (!sm_.session(session)) {
+                reply->add_expired_sessions(session);
+            }
+        }
+        peers_.send(f.from, frame);
+    }
+}
+
+void Replica::note_session(net::ConnectionId conn, uint64_t session) {
+    auto c = connections_.find(conn);
+    if (c == connections_.end()) {
+        return;
+    }
+    if (c->second.sessions.insert(session).second) {
+        session_connections_[session].insert(conn);
+    }
+}
+
+void Replica::respond(const ClientRef& client, proto::Response& response) {
+    auto c = connections_.find(client.conn);
+    if (c == connections_.end()) {
+        return;
+    }
+    RL_ASSERT(c->second.pending > 0);
+    --c->second.pending;
+    response.set_request_id(client.request_id);
+    response.set_applied_index(applied_index_);
+    if (response.code() != proto::OK) {
+        ++metrics_.client_errors_total;
+        if (response.message().empty()) {
+            response.set_message(describe(response.code()));
+        }
+        if (response.code() == proto::UNAVAILABLE) {
+            response.set_leader_hint(soft_.leader);
+        }
+    }
+    proto::ServerMessage message;
+    *message.mutable_response() = std::move(response);
+    clients_.send(client.conn, message);
+}
+
+void Replica::respond_error(const ClientRef& client, proto::Code code, std::string message) {
+    proto::Response response;
+    response.set_code(code);
+    response.set_message(std::move(message));
+    respond(client, response);
+}
+
+}  // namespace raftlock::server

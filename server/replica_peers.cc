@@ -1,0 +1,180 @@
+// Frames between nodes: Raft messages, and the writes and keepalives followers relay to the leader.
+
+#include <spdlog/spdlog.h>
+
+#include "net/raft_codec.h"
+#include "server/replica.h"
+#include "statemachine/codec.h"
+
+namespace raftlock::server {
+
+namespace sm = statemachine;
+
+void Replica::on_peer_frame(uint64_t from, proto::PeerFrame&& frame) {
+    switch (frame.body_case()) {
+        case proto::PeerFrame::kRaft: {
+            Result<raft::Message, std::string> message = net::from_proto(frame.raft());
+            if (!message.ok()) {
+                spdlog::warn("dropped a Raft message from node {}: {}", from, message.error());
+                return;
+            }
+            if (message->from != from) {
+                spdlog::warn("dropped a Raft message claiming to be from {} on node {}'s link",
+                             message->from, from);
+                return;
+            }
+            raw_->step(std::move(message).value());
+            break;
+        }
+        case proto::PeerFrame::kForwardWrite:
+            handle_forward_write(from, frame.forward_write());
+            break;
+        case proto::PeerFrame::kForwardKeepAlive:
+            handle_forward_keepalive(from, frame.forward_keep_alive());
+            break;
+        case proto::PeerFrame::kForwardReply:
+            handle_forward_reply(frame.forward_reply());
+            break;
+        default:
+            spdlog::warn("unexpected peer frame {} from node {}",
+                         static_cast<int>(frame.body_case()), from);
+            return;
+    }
+    schedule_flush();
+}
+
+void Replica::send_forward_reply(uint64_t to, uint64_t tag, proto::ForwardStatus status) {
+    proto::PeerFrame frame;
+    frame.mutable_forward_reply()->set_tag(tag);
+    frame.mutable_forward_reply()->set_status(status);
+    frame.mutable_forward_reply()->set_leader(soft_.leader);
+    peers_.send(to, frame);
+}
+
+void Replica::handle_forward_write(uint64_t from, const proto::ForwardWrite& forward) {
+    if (!is_leader()) {
+        send_forward_reply(from, forward.tag(), proto::FORWARD_NOT_LEADER);
+        return;
+    }
+    Result<sm::Command, sm::ErrorCode> command = sm::decode_command(forward.command());
+    if (!command.ok()) {
+        send_forward_reply(from, forward.tag(), proto::FORWARD_BAD_COMMAND);
+        return;
+    }
+    if (!propose_command(std::move(command).value())) {
+        send_forward_reply(from, forward.tag(), proto::FORWARD_DROPPED);
+    }
+}
+
+void Replica::handle_forward_keepalive(uint64_t from, const proto::ForwardKeepAlive& forward) {
+    if (!is_leader()) {
+        send_forward_reply(from, forward.tag(), proto::FORWARD_NOT_LEADER);
+        return;
+    }
+    ForwardedKeepAlive f{from, forward.tag(), {}, {}};
+    const int64_t now_ms = clock_.steady_ms();
+    for (uint64_t session : forward.sessions()) {
+        if (tracker_.touch(session, now_ms) == SessionTracker::Touch::kExpiring) {
+            f.expiring.push_back(session);
+        } else {
+            f.sessions.push_back(session);
+        }
+    }
+    next_batch_.forwarded.push_back(std::move(f));
+}
+
+void Replica::handle_forward_reply(const proto::ForwardReply& reply) {
+    if (auto ka = keepalive_forwards_.find(reply.tag()); ka != keepalive_forwards_.end()) {
+        KeepAliveForward waiting = std::move(ka->second);
+        keepalive_forwards_.erase(ka);
+        const std::set<uint64_t> expired(reply.expired_sessions().begin(),
+                                         reply.expired_sessions().end());
+        for (const auto& [client, session] : waiting.clients) {
+            if (reply.status() != proto::FORWARD_OK) {
+                respond_error(client, proto::UNAVAILABLE,
+                              "the leader changed; retry the keepalive");
+            } else {
+                respond_error(client, expired.count(session) ? proto::SESSION_EXPIRED : proto::OK);
+            }
+        }
+        return;
+    }
+    auto tag = forward_tags_.find(reply.tag());
+    if (tag == forward_tags_.end()) {
+        return;
+    }
+    const WriteKey key = tag->second;
+    auto pending = pending_writes_.find(key);
+    RL_ASSERT(pending != pending_writes_.end());
+    switch (reply.status()) {
+        case proto::FORWARD_NOT_LEADER:
+            // Our idea of the leader is stale; the next leader change resubmits the write.
+            return;
+        case proto::FORWARD_DROPPED:
+        case proto::FORWARD_BAD_COMMAND:
+        default: {
+            const ClientRef client{pending->second.conn, pending->second.request_id};
+            forward_tags_.erase(tag);
+            pending_writes_.erase(pending);
+            respond_error(client, reply.status() == proto::FORWARD_DROPPED ? proto::UNAVAILABLE
+                                                                           : proto::BAD_ARGUMENTS);
+            return;
+        }
+    }
+}
+
+void Replica::flush_keepalive_forwards() {
+    if (next_keepalive_forward_.empty()) {
+        return;
+    }
+    std::vector<std::pair<ClientRef, uint64_t>> clients = std::move(next_keepalive_forward_);
+    next_keepalive_forward_.clear();
+    if (is_leader() || soft_.leader == raft::kNoNode) {
+        for (const auto& [client, session] : clients) {
+            respond_error(client, proto::UNAVAILABLE, "the leader changed; retry the keepalive");
+        }
+        return;
+    }
+    proto::PeerFrame frame;
+    const uint64_t tag = ++next_tag_;
+    frame.mutable_forward_keep_alive()->set_tag(tag);
+    std::set<uint64_t> sessions;
+    for (const auto& [client, session] : clients) {
+        if (sessions.insert(session).second) {
+            frame.mutable_forward_keep_alive()->add_sessions(session);
+        }
+    }
+    keepalive_forwards_[tag] =
+        KeepAliveForward{std::move(clients), clock_.steady_ms() + config_.request_timeout_ms};
+    peers_.send(soft_.leader, frame);
+}
+
+// Writes and reads that the old leader may have dropped go to the new one. Exactly-once makes a
+// second copy of a write harmless: the state machine answers it with the first one's result.
+void Replica::resubmit_after_leader_change() {
+    if (soft_.leader == raft::kNoNode) {
+        return;
+    }
+    // route_write erases a write the leader refuses, so walk a copy of the keys.
+    std::vector<WriteKey> keys;
+    keys.reserve(pending_writes_.size());
+    for (const auto& [key, pending] : pending_writes_) {
+        keys.push_back(key);
+    }
+    for (const WriteKey& key : keys) {
+        if (auto it = pending_writes_.find(key); it != pending_writes_.end()) {
+            route_write(key, it->second);
+        }
+    }
+    for (const auto& [context, batch] : reads_in_flight_) {
+        raw_->read_index(context);
+    }
+    for (auto& [tag, waiting] : keepalive_forwards_) {
+        for (const auto& [client, session] : waiting.clients) {
+            respond_error(client, proto::UNAVAILABLE, "the leader changed; retry the keepalive");
+        }
+    }
+    keepalive_forwards_.clear();
+}
+
+}  // namespace raftlock::server

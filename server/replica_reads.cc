@@ -1,0 +1,114 @@
+// Linearizable reads, served once a ReadIndex round confirmed the read point and this node applied
+// up to it (Raft thesis §6.4). A read may set a one-shot watch atomically with it: no change can
+// slip between the state read and the watch.
+
+#include "server/replica.h"
+#include "server/request_codec.h"
+#include "statemachine/codec.h"
+
+namespace raftlock::server {
+
+namespace sm = statemachine;
+
+namespace {
+
+constexpr uint32_t kListLimitDefault = 1000;
+constexpr uint32_t kListLimitMax = 100000;
+
+}  // namespace
+
+void Replica::serve_read(const ClientRef& client, const proto::Request& request) {
+    proto::Response response;
+    response.set_code(proto::OK);
+    auto watch = [&](const std::string& path, sm::WatchKind kind) {
+        if (watches_.watch_count(client.conn) >= config_.watches_per_connection_max) {
+            response.set_code(proto::LIMIT_EXCEEDED);
+            response.set_message("too many watches on this connection");
+            return;
+        }
+        response.set_code(to_proto(watches_.add(client.conn, path, kind)));
+    };
+    using B = proto::Request::BodyCase;
+    switch (request.body_case()) {
+        case B::kGet: {
+            Result<sm::NodeView, sm::ErrorCode> node = sm_.get(request.get().path());
+            if (!node.ok()) {
+                response.set_code(to_proto(node.error()));
+                break;
+            }
+            response.mutable_get()->set_data(node->data);
+            to_proto(node->stat, *response.mutable_get()->mutable_stat());
+            response.mutable_get()->set_kind(static_cast<proto::NodeKind>(node->kind));
+            if (request.get().watch()) {
+                watch(request.get().path(), sm::WatchKind::kData);
+            }
+            break;
+        }
+        case B::kExists: {
+            const std::string& path = request.exists().path();
+            if (!sm::valid_path(path)) {
+                response.set_code(proto::BAD_ARGUMENTS);
+                response.set_message("invalid path");
+                break;
+            }
+            const std::optional<sm::Stat> stat = sm_.exists(path);
+            response.mutable_exists()->set_exists(stat.has_value());
+            if (stat) {
+                to_proto(*stat, *response.mutable_exists()->mutable_stat());
+            }
+            if (request.exists().watch()) {
+                watch(path, stat ? sm::WatchKind::kData : sm::WatchKind::kExists);
+            }
+            break;
+        }
+        case B::kChildren: {
+            Result<std::vector<std::string>, sm::ErrorCode> names =
+                sm_.children(request.children().path());
+            if (!names.ok()) {
+                response.set_code(to_proto(names.error()));
+                break;
+            }
+            for (const std::string& name : *names) {
+                response.mutable_children()->add_names(name);
+            }
+            if (request.children().watch()) {
+                watch(request.children().path(), sm::WatchKind::kChildren);
+            }
+            break;
+        }
+        case B::kDescribeLock: {
+            // A free lock has no record: it is described as free (no holders, no waiters).
+            const std::string& name = request.describe_lock().name();
+            sm::LockInfo info;
+            info.name = name;
+            if (std::optional<sm::LockInfo> found = sm_.describe_lock(name)) {
+                info = std::move(*found);
+            }
+            to_proto(info, *response.mutable_lock_info());
+            response.mutable_lock_info()->set_now_ms(sm_.now_ms());
+            break;
+        }
+        case B::kListLocks: {
+            uint32_t limit = request.list_locks().limit();
+            limit = limit == 0 ? kListLimitDefault : std::min(limit, kListLimitMax);
+            for (std::string& name : sm_.list_locks(request.list_locks().prefix(), limit)) {
+                response.mutable_list_locks()->add_names(std::move(name));
+            }
+            break;
+        }
+        case B::kListSessions: {
+            for (const sm::SessionInfo& s : sm_.sessions()) {
+                if (response.sessions().sessions_size() >= static_cast<int>(kListLimitMax)) {
+                    break;
+                }
+                to_proto(s, *response.mutable_sessions()->add_sessions());
+            }
+            break;
+        }
+        default:
+            RL_PANIC("serve_read given a request that is not a read");
+    }
+    respond(client, response);
+}
+
+}  // namespace raftlock::server

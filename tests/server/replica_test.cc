@@ -1,0 +1,285 @@
+#include <catch2/catch.hpp>
+
+#include "replica_cluster.h"
+
+namespace raftlock::server::test {
+namespace {
+
+// Builds requests; `seq` counts per session as a client library would.
+struct Client {
+    uint64_t session = 0;
+    uint64_t seq = 0;
+    uint64_t next_id = 1;
+
+    proto::Request open(int64_t timeout_ms) {
+        proto::Request r;
+        r.set_request_id(next_id++);
+        r.mutable_open_session()->set_timeout_ms(timeout_ms);
+        return r;
+    }
+    proto::Request write() {
+        proto::Request r;
+        r.set_request_id(next_id++);
+        r.set_session_id(session);
+        r.set_seq(++seq);
+        r.set_ack_seq(seq - 1);
+        return r;
+    }
+    proto::Request read() {
+        proto::Request r;
+        r.set_request_id(next_id++);
+        r.set_session_id(session);
+        return r;
+    }
+    proto::Request acquire(const std::string& name, int64_t wait_ms) {
+        proto::Request r = write();
+        r.mutable_acquire()->set_name(name);
+        r.mutable_acquire()->set_wait_ms(wait_ms);
+        return r;
+    }
+    proto::Request release(const std::string& name, uint64_t token) {
+        proto::Request r = write();
+        r.mutable_release()->set_name(name);
+        r.mutable_release()->set_token(token);
+        return r;
+    }
+    proto::Request keepalive() {
+        proto::Request r = read();
+        r.mutable_keep_alive();
+        return r;
+    }
+};
+
+uint64_t open_session(ReplicaCluster& c,
+                      uint64_t node,
+                      net::ConnectionId conn,
+                      Client& client,
+                      int64_t timeout_ms = 2000) {
+    auto r = c.call(node, conn, client.open(timeout_ms));
+    REQUIRE(r.has_value());
+    REQUIRE(r->code() == proto::OK);
+    client.session = r->open_session().session_id();
+    REQUIRE(client.session > 0);
+    return client.session;
+}
+
+TEST_CASE("a write sent to a follower is forwarded, applied, and readable on every node",
+          "[server][replica]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(follower, 1);
+    Client client;
+    open_session(c, follower, 1, client);
+
+    proto::Request create = client.write();
+    create.mutable_create()->set_path("/config");
+    create.mutable_create()->set_data("v1");
+    auto created = c.call(follower, 1, create);
+    REQUIRE(created.has_value());
+    CHECK(created->code() == proto::OK);
+    CHECK(created->node().path() == "/config");
+    CHECK(c.replica(follower).applied_index() >= created->node().stat().czxid());
+
+    c.connect(leader, 2);
+    proto::Request get = client.read();
+    get.mutable_get()->set_path("/config");
+    auto got = c.call(leader, 2, get);
+    REQUIRE(got.has_value());
+    CHECK(got->code() == proto::OK);
+    CHECK(got->get().data() == "v1");
+}
+
+TEST_CASE("a retried write is applied once and answered with the saved result",
+          "[server][replica]") {
+    ReplicaCluster c;
+    c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(follower, 1);
+    Client client;
+    open_session(c, follower, 1, client);
+    proto::Request create = client.write();
+    create.mutable_create()->set_path("/job-");
+    create.mutable_create()->set_kind(proto::PERSISTENT_SEQUENTIAL);
+    auto first = c.call(follower, 1, create);
+    REQUIRE(first.has_value());
+    create.set_request_id(99);  // the same (session, seq), as after a lost reply
+    auto again = c.call(follower, 1, create);
+    REQUIRE(again.has_value());
+    CHECK(again->code() == proto::OK);
+    CHECK(again->node().path() == first->node().path());
+    proto::Request children = client.read();
+    children.mutable_children()->set_path("/");
+    auto list = c.call(follower, 1, children);
+    REQUIRE(list.has_value());
+    CHECK(list->children().names_size() == 1);
+}
+
+TEST_CASE("a release hands the lock to a waiter connected to another node",
+          "[server][replica][locks]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(leader, 1);
+    c.connect(follower, 2);
+    Client a;
+    Client b;
+    open_session(c, leader, 1, a);
+    open_session(c, follower, 2, b);
+
+    auto held = c.call(leader, 1, a.acquire("db", 0));
+    REQUIRE(held.has_value());
+    REQUIRE(held->lock().outcome() == proto::LOCK_GRANTED);
+    const uint64_t token_a = held->lock().token();
+
+    proto::Request wait = b.acquire("db", 60000);
+    const uint64_t wait_id = wait.request_id();
+    c.send(follower, 2, wait);
+    c.run_until([] { return false; }, 300);
+    CHECK(!c.take_response(2, wait_id).has_value());  // queued: no reply yet
+
+    auto released = c.call(leader, 1, a.release("db", token_a));
+    REQUIRE(released.has_value());
+    CHECK(released->lock().outcome() == proto::LOCK_RELEASED);
+    std::optional<proto::Response> granted;
+    REQUIRE(c.run_until([&] { return (granted = c.take_response(2, wait_id)).has_value(); }));
+    CHECK(granted->code() == proto::OK);
+    CHECK(granted->lock().outcome() == proto::LOCK_GRANTED);
+    CHECK(granted->lock().token() > token_a);
+}
+
+TEST_CASE("keepalives through a follower keep a session; silence expires it and frees its locks",
+          "[server][replica][sessions]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(follower, 1);
+    c.connect(leader, 2);
+    Client a;
+    Client b;
+    open_session(c, follower, 1, a, 500);
+    open_session(c, leader, 2, b, 10000);
+    auto held = c.call(follower, 1, a.acquire("job", 0));
+    REQUIRE(held.has_value());
+    REQUIRE(held->lock().outcome() == proto::LOCK_GRANTED);
+
+    // Keepalives every 150 ms for 2 s of cluster time keep the 500 ms session alive.
+    for (int i = 0; i < 13; ++i) {
+        auto ka = c.call(follower, 1, a.keepalive());
+        REQUIRE(ka.has_value());
+        REQUIRE(ka->code() == proto::OK);
+        c.run_until([] { return false; }, 150);
+    }
+    proto::Request wait = b.acquire("job", 60000);
+    const uint64_t wait_id = wait.request_id();
+    c.send(leader, 2, wait);
+    // Then silence: the leader expires the session, the waiter gets the lock, the session's
+    // connection hears that the session ended.
+    std::optional<proto::Response> granted;
+    REQUIRE(c.run_until([&] { return (granted = c.take_response(2, wait_id)).has_value(); }, 3000));
+    CHECK(granted->lock().outcome() == proto::LOCK_GRANTED);
+    CHECK(granted->lock().token() > held->lock().token());
+    // The follower hears of the expiry when it applies the entry, a heartbeat after the leader.
+    bool ended = false;
+    CHECK(c.run_until([&] {
+        for (const proto::ServerMessage& m : c.take_pushes(1)) {
+            ended =
+                ended || (m.has_session_ended() && m.session_ended().session_id() == a.session &&
+                          m.session_ended().expired());
+        }
+        return ended;
+    }));
+    auto late = c.call(follower, 1, a.keepalive());
+    REQUIRE(late.has_value());
+    CHECK(late->code() == proto::SESSION_EXPIRED);
+}
+
+TEST_CASE("a watch set by a read fires once on the node of the connection", "[server][replica]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(follower, 1);
+    c.connect(leader, 2);
+    Client a;
+    Client b;
+    open_session(c, follower, 1, a);
+    open_session(c, leader, 2, b);
+    proto::Request exists = a.read();
+    exists.mutable_exists()->set_path("/ready");
+    exists.mutable_exists()->set_watch(true);
+    auto e = c.call(follower, 1, exists);
+    REQUIRE(e.has_value());
+    CHECK(!e->exists().exists());
+    proto::Request create = b.write();
+    create.mutable_create()->set_path("/ready");
+    auto created = c.call(leader, 2, create);
+    REQUIRE(created.has_value());
+    std::vector<proto::ServerMessage> pushes;
+    REQUIRE(c.run_until([&] {
+        for (auto& m : c.take_pushes(1)) {
+            pushes.push_back(m);
+        }
+        return !pushes.empty();
+    }));
+    REQUIRE(pushes.size() == 1);
+    CHECK(pushes[0].watch_event().path() == "/ready");
+    CHECK(pushes[0].watch_event().type() == proto::NODE_CREATED);
+    CHECK(pushes[0].watch_event().zxid() == created->node().stat().czxid());
+}
+
+TEST_CASE("locks survive the leader's crash and a restarted node recovers from its disk",
+          "[server][replica][recovery]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(follower, 1);
+    Client a;
+    open_session(c, follower, 1, a, 5000);
+    auto held = c.call(follower, 1, a.acquire("db", 0));
+    REQUIRE(held.has_value());
+    REQUIRE(held->lock().outcome() == proto::LOCK_GRANTED);
+
+    c.crash(leader);
+    const uint64_t next = c.wait_for_leader();
+    CHECK(next != leader);
+    proto::Request describe = a.read();
+    describe.mutable_describe_lock()->set_name("db");
+    auto info = c.call(follower, 1, describe);
+    REQUIRE(info.has_value());
+    REQUIRE(info->lock_info().holders_size() == 1);
+    CHECK(info->lock_info().holders(0).token() == held->lock().token());
+
+    c.restart(leader);
+    REQUIRE(
+        c.run_until([&] { return c.replica(leader).applied_index() >= info->applied_index(); }));
+    c.connect(leader, 2);
+    auto again = c.call(leader, 2, describe);
+    REQUIRE(again.has_value());
+    REQUIRE(again->lock_info().holders_size() == 1);
+    CHECK(again->lock_info().holders(0).session() == a.session);
+}
+
+TEST_CASE("bad requests get clear errors and change nothing", "[server][replica]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    c.connect(leader, 1);
+    proto::Request empty;
+    empty.set_request_id(1);
+    auto r = c.call(leader, 1, empty);
+    REQUIRE(r.has_value());
+    CHECK(r->code() == proto::BAD_REQUEST);
+    Client a;
+    proto::Request no_session = a.write();  // session 0
+    no_session.mutable_create()->set_path("/x");
+    r = c.call(leader, 1, no_session);
+    REQUIRE(r.has_value());
+    CHECK(r->code() == proto::BAD_ARGUMENTS);
+    CHECK(!r->message().empty());
+    proto::Request too_short = a.open(1);  // below the session timeout bounds
+    r = c.call(leader, 1, too_short);
+    REQUIRE(r.has_value());
+    CHECK(r->code() == proto::BAD_ARGUMENTS);
+}
+
+}  // namespace
+}  // namespace raftlock::server::test
