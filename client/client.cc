@@ -1,0 +1,279 @@
+// Client: construction, the blocking call machinery, sessions and cluster queries.
+
+#include "client/client.h"
+
+#include <future>
+
+#include <fmt/format.h>
+
+#include "client/client_impl.h"
+#include "client/convert.h"
+#include "raft/assert.h"
+
+namespace raftlock::client {
+
+namespace {
+
+// The network thread enforces every deadline itself; this only guards against a stuck thread.
+constexpr std::chrono::milliseconds kWaitGrace{2000};
+
+// For answers without a message of their own: what the code means for the caller.
+std::string_view default_hint(ErrorCode code) {
+    switch (code) {
+        case ErrorCode::kLockBusy:
+            return ": held by another session (or others wait first)";
+        case ErrorCode::kNotLockHolder:
+            return ": not held by this session with that owner tag and token";
+        case ErrorCode::kWaitTimeout:
+            return ": not granted within the wait; nothing is held";
+        case ErrorCode::kNoNode:
+            return ": no such node";
+        case ErrorCode::kNodeExists:
+            return ": the node exists";
+        case ErrorCode::kBadVersion:
+            return ": the node's version differs";
+        case ErrorCode::kSessionExpired:
+            return ": the session has ended; open a new one";
+        case ErrorCode::kFenceRejected:
+            return ": the fencing token is not a current holder's";
+        case ErrorCode::kResultDiscarded:
+            return ": the server no longer has this request's result; nothing was applied now";
+        default:
+            return "";
+    }
+}
+
+}  // namespace
+
+std::optional<Error> answer_error(const ClientResult<proto::Response>& answer,
+                                  std::string_view what) {
+    if (!answer.ok()) {
+        return answer.error();
+    }
+    const ErrorCode code = error_code_from_wire(answer->code());
+    if (code == ErrorCode::kOk) {
+        return std::nullopt;
+    }
+    std::string message = answer->message();
+    if (message.empty()) {
+        message = fmt::format("{}{}", what, default_hint(code));
+    }
+    return Error{code, std::move(message)};
+}
+
+Client::Impl::Impl(ClientOptions options)
+    : options_(std::move(options)),
+      keeper_(core_),
+      watcher_(core_, options_.watches_max),
+      core_(options_, *this) {}
+
+Client::Impl::~Impl() {
+    core_.stop();
+}
+
+std::optional<Error> Client::Impl::check_thread() const {
+    if (core_.on_network_thread()) {
+        return Error{ErrorCode::kWrongThread,
+                     "a blocking client call from a watch or session callback would deadlock: "
+                     "hand the work to another thread"};
+    }
+    return std::nullopt;
+}
+
+ClientResult<proto::Response> Client::Impl::call(proto::Request request, CallSpec spec) {
+    if (auto error = check_thread()) {
+        return *error;
+    }
+    const auto timeout = spec.timeout.value_or(options_.request_timeout);
+    auto promise = std::make_shared<std::promise<ClientResult<proto::Response>>>();
+    auto future = promise->get_future();
+    core_.post([this, request = std::move(request), spec = std::move(spec), promise]() mutable {
+        start_call(std::move(request), std::move(spec),
+                   [promise](ClientResult<proto::Response> answer) {
+                       promise->set_value(std::move(answer));
+                   });
+    });
+    if (future.wait_for(timeout + kWaitGrace) != std::future_status::ready) {
+        return Error{ErrorCode::kTimeout, "the client's network thread did not answer"};
+    }
+    return future.get();
+}
+
+void Client::Impl::start_call(proto::Request request, CallSpec spec, Completion done) {
+    if (spec.request_class == RequestClass::kSessionWrite) {
+        if (auto error = keeper_.prepare_write(request)) {
+            done(*error);
+            return;
+        }
+    }
+    PendingRequest pending;
+    pending.request_class = spec.request_class;
+    pending.deadline = core_.now() + spec.timeout.value_or(options_.request_timeout);
+    const bool session_request = request.session_id() != 0;
+    pending.done = [this, sent = session_request ? request : proto::Request(),
+                    on_ok = std::move(spec.on_ok),
+                    done = std::move(done)](ClientResult<proto::Response> answer) {
+        keeper_.on_answer(sent, answer);
+        if (on_ok && answer.ok() && answer->code() == proto::OK) {
+            if (auto error = on_ok(*answer)) {
+                done(*error);
+                return;
+            }
+        }
+        done(std::move(answer));
+    };
+    pending.request = std::move(request);
+    if (spec.pinned) {
+        core_.submit_pinned(std::move(pending), *spec.pinned);
+    } else {
+        core_.submit(std::move(pending));
+    }
+}
+
+void Client::Impl::run_on_network(const std::function<void()>& task) {
+    std::promise<void> finished;
+    core_.post([&] {
+        task();
+        finished.set_value();
+    });
+    finished.get_future().wait();
+}
+
+void Client::Impl::on_connected() {
+    keeper_.on_connected();
+    watcher_.on_connected();
+}
+
+void Client::Impl::on_session_ended(const proto::SessionEnded& ended) {
+    keeper_.on_session_ended(ended);
+}
+
+bool Client::Impl::wants_connection() const {
+    return keeper_.wants_connection() || watcher_.wants_connection();
+}
+
+Client::Client(ClientOptions options) {
+    RL_ASSERT(!options.endpoints.empty());
+    impl_ = std::make_unique<Impl>(std::move(options));
+}
+
+Client::~Client() = default;
+
+ClientResult<SessionId> Client::open_session(std::chrono::milliseconds timeout) {
+    if (auto error = impl_->check_thread()) {
+        return *error;
+    }
+    const auto margin = impl_->options().safety_margin.value_or(default_safety_margin(timeout));
+    if (timeout.count() <= 0 || margin.count() < 0 || margin >= timeout) {
+        return Error{ErrorCode::kInvalidArgument,
+                     fmt::format("session timeout {} ms must exceed the safety margin {} ms",
+                                 timeout.count(), margin.count())};
+    }
+    std::promise<ClientResult<proto::Response>> answered;
+    impl_->core().post([&] {
+        if (auto error = impl_->keeper().begin_open()) {
+            answered.set_value(*error);
+            return;
+        }
+        proto::Request request;
+        request.mutable_open_session()->set_timeout_ms(timeout.count());
+        const SteadyTime submitted = SteadyClock::now();
+        Impl::CallSpec spec;
+        spec.request_class = RequestClass::kOpenSession;
+        impl_->start_call(std::move(request), std::move(spec),
+                          [&, submitted](ClientResult<proto::Response> answer) {
+                              impl_->keeper().end_open(answer, timeout, margin, submitted);
+                              answered.set_value(std::move(answer));
+                          });
+    });
+    auto answer = answered.get_future().get();
+    if (auto error = answer_error(answer, "open session")) {
+        return *error;
+    }
+    return answer->open_session().session_id();
+}
+
+ClientResult<Done> Client::attach_session(SessionId id, uint64_t first_seq) {
+    if (auto error = impl_->check_thread()) {
+        return *error;
+    }
+    std::optional<Error> error;
+    impl_->run_on_network([&] { error = impl_->keeper().attach(id, first_seq); });
+    if (error) {
+        return *error;
+    }
+    return Done{};
+}
+
+ClientResult<Done> Client::keep_alive() {
+    if (auto error = impl_->check_thread()) {
+        return *error;
+    }
+    std::promise<ClientResult<proto::Response>> answered;
+    impl_->core().post([&] {
+        impl_->keeper().keep_alive_now(
+            [&](ClientResult<proto::Response> answer) { answered.set_value(std::move(answer)); });
+    });
+    if (auto error = answer_error(answered.get_future().get(), "keepalive")) {
+        return *error;
+    }
+    return Done{};
+}
+
+ClientResult<Done> Client::close_session() {
+    proto::Request request;
+    request.mutable_close_session();
+    auto answer = impl_->call(std::move(request), {RequestClass::kSessionWrite});
+    if (answer.ok() && answer->code() == proto::SESSION_EXPIRED) {
+        return Done{};  // gone already: closed either way
+    }
+    if (auto error = answer_error(answer, "close session")) {
+        return *error;
+    }
+    return Done{};
+}
+
+std::optional<SessionId> Client::session_id() const {
+    return impl_->keeper().id();
+}
+
+std::optional<SteadyTime> Client::safe_until() const {
+    return impl_->keeper().safe_until();
+}
+
+void Client::set_session_callback(SessionCallback callback) {
+    if (impl_->check_thread()) {
+        impl_->keeper().set_callback(std::move(callback));  // already on the network thread
+        return;
+    }
+    impl_->run_on_network([&] { impl_->keeper().set_callback(std::move(callback)); });
+}
+
+ClientResult<NodeStatus> Client::node_status(const Endpoint& endpoint) {
+    proto::Request request;
+    request.mutable_node_status();
+    Impl::CallSpec spec;
+    spec.request_class = RequestClass::kPinned;
+    spec.pinned = endpoint;
+    auto answer = impl_->call(std::move(request), std::move(spec));
+    if (auto error = answer_error(answer, "node status")) {
+        return *error;
+    }
+    return from_proto(answer->node_status());
+}
+
+ClientResult<std::vector<SessionInfo>> Client::list_sessions() {
+    proto::Request request;
+    request.mutable_list_sessions();
+    auto answer = impl_->call(std::move(request), {});
+    if (auto error = answer_error(answer, "list sessions")) {
+        return *error;
+    }
+    std::vector<SessionInfo> out;
+    for (const proto::SessionInfo& info : answer->sessions().sessions()) {
+        out.push_back(from_proto(info));
+    }
+    return out;
+}
+
+}  // namespace raftlock::client

@@ -1,0 +1,144 @@
+#pragma once
+
+// The raftlock client library (DESIGN.md §5, issue 5 "Client library").
+//
+// A Client talks to a cluster through one TCP connection at a time to any node of `endpoints`
+// (followers forward writes, so any node serves any request). It starts at a random endpoint and
+// moves to the next one when the connection fails or the node answers UNAVAILABLE/SHUTTING_DOWN;
+// requests in flight are sent again there, writes with the same (session, seq) so they apply
+// exactly once. Watches are re-registered on the new connection.
+//
+// A Client owns at most one session at a time. While it is open the client sends keepalives at a
+// third of its timeout and tracks the session's safe-until deadline (client/safe_until.h); the
+// session callback fires when it passes without a newer acknowledged keepalive, or when the
+// session ends, so the holder can stop before the cluster hands its locks to anyone else.
+//
+// Threads: every public method is thread-safe and blocking with a deadline. The client runs its
+// own network thread; callbacks run there and must not call blocking methods (they get
+// kWrongThread). Destroying the Client does not close its session (see close_session()).
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/endpoints.h"
+#include "client/error.h"
+#include "client/safe_until.h"
+#include "client/types.h"
+
+namespace raftlock::client {
+
+struct ClientOptions {
+    std::vector<Endpoint> endpoints;  // at least one
+    std::chrono::milliseconds connect_timeout{1000};
+    // The deadline of a call that has no deadline of its own.
+    std::chrono::milliseconds request_timeout{10000};
+    // Subtracted from the session timeout for safe-until; default: default_safety_margin().
+    std::optional<std::chrono::milliseconds> safety_margin;
+    // A call that was never sent fails with kConnectFailed after this many rounds in which every
+    // endpoint refused a connection (rounds are paced by the retry backoff).
+    uint32_t connect_rounds_max = 3;
+    uint32_t frame_bytes_max = 4u << 20;
+    size_t pending_requests_max = 1024;
+    size_t watches_max = 10000;
+    uint64_t seed = 0;  // first endpoint and backoff jitter; 0 picks a random seed
+};
+
+class Client {
+public:
+    // Precondition: options.endpoints is not empty. Connects lazily, on the first call.
+    explicit Client(ClientOptions options);
+    ~Client();
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
+
+    // --- sessions ----------------------------------------------------------------------------
+    // Opens the client's session; kInvalidArgument if one is open or the margin is >= timeout.
+    ClientResult<SessionId> open_session(std::chrono::milliseconds timeout);
+    // Uses a session another process opened, for single operations (no keepalives, no
+    // safe-until). `first_seq` must exceed every seq used on the session before.
+    ClientResult<Done> attach_session(SessionId id, uint64_t first_seq);
+    // One keepalive now (the open session sends them by itself too).
+    ClientResult<Done> keep_alive();
+    // Ends the session: its locks are released, its ephemeral nodes deleted. An already expired
+    // session counts as closed.
+    ClientResult<Done> close_session();
+    std::optional<SessionId> session_id() const;
+    // The current safe-until deadline (possibly passed: compare with SteadyClock::now()); empty
+    // without an open session, or for an attached one.
+    std::optional<SteadyTime> safe_until() const;
+    // Replaces the session callback. It fires once per safe-until crossing and once at the end.
+    void set_session_callback(SessionCallback callback);
+
+    // --- locks --------------------------------------------------------------------------------
+    // Needs an open session. Answers when granted (the lease), or kWaitTimeout when the server's
+    // wait ended, kLockBusy for wait 0, kTimeout when the caller's timeout passed first (then the
+    // client has cancelled the wait and released any grant that raced the cancel).
+    ClientResult<Lease> acquire(const std::string& name, const AcquireOptions& options = {});
+    // acquire() with wait 0.
+    ClientResult<Lease> try_acquire(const std::string& name, AcquireOptions options = {});
+    // Returns the hold count left (reentrant holds). kNotLockHolder if the lease is not held.
+    ClientResult<uint32_t> release(const Lease& lease);
+    ClientResult<LockInfo> describe(const std::string& name);
+    // Names with `prefix`, byte order; limit 0 is the server's default (1000).
+    ClientResult<std::vector<std::string>> list_locks(const std::string& prefix,
+                                                      uint32_t limit = 0);
+
+    // --- nodes (writes need an open or attached session) --------------------------------------
+    ClientResult<CreatedNode> create(const std::string& path,
+                                     const std::string& data,
+                                     const CreateOptions& options = {});
+    // A callback sets a one-shot data watch (fires on data change or delete).
+    ClientResult<NodeData> get(const std::string& path, WatchCallback watch = {});
+    ClientResult<Stat> set(const std::string& path,
+                           const std::string& data,
+                           const WriteOptions& options = {});
+    ClientResult<Done> remove(const std::string& path, const WriteOptions& options = {});
+    // Empty when the node does not exist. A callback sets a one-shot exists watch.
+    ClientResult<std::optional<Stat>> exists(const std::string& path, WatchCallback watch = {});
+    // A callback sets a one-shot children watch.
+    ClientResult<std::vector<std::string>> children(const std::string& path,
+                                                    WatchCallback watch = {});
+    // All or nothing. On failure the error names the failing sub-op (index and code).
+    ClientResult<std::vector<SubResult>> multi(const std::vector<MultiOp>& ops,
+                                               const std::optional<Fence>& fence = std::nullopt);
+    ClientResult<WatchId> add_watch(const std::string& path,
+                                    bool recursive,
+                                    WatchCallback callback);
+    ClientResult<Done> remove_watch(WatchId id);
+
+    // --- cluster ------------------------------------------------------------------------------
+    // Asks exactly this endpoint (not necessarily one of ours) about itself.
+    ClientResult<NodeStatus> node_status(const Endpoint& endpoint);
+    ClientResult<std::vector<SessionInfo>> list_sessions();
+
+    class Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+// Holds a lease and releases it when it goes out of scope (errors are ignored then: a lease whose
+// session is gone is released by the cluster). Movable, not copyable.
+class LockGuard {
+public:
+    LockGuard(Client& client, Lease lease) : client_(&client), lease_(std::move(lease)) {}
+    ~LockGuard();
+    LockGuard(LockGuard&& other) noexcept;
+    LockGuard& operator=(LockGuard&& other) noexcept;
+    LockGuard(const LockGuard&) = delete;
+    LockGuard& operator=(const LockGuard&) = delete;
+
+    const Lease& lease() const { return *lease_; }
+    bool owns_lock() const { return lease_.has_value(); }
+    // Releases now; the guard then holds nothing.
+    ClientResult<uint32_t> release();
+
+private:
+    Client* client_;
+    std::optional<Lease> lease_;
+};
+
+}  // namespace raftlock::client

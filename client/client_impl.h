@@ -1,0 +1,64 @@
+#pragma once
+
+// Client's implementation: the blocking call() over the network thread, and the listener that
+// routes network events to the session keeper and the watcher. Internal to the library; the
+// public methods live in client.cc (sessions, cluster), client_locks.cc and client_nodes.cc.
+
+#include <functional>
+#include <optional>
+
+#include "client/client.h"
+#include "client/core.h"
+#include "client/session_keeper.h"
+#include "client/watcher.h"
+
+namespace raftlock::client {
+
+class Client::Impl final : public CoreListener {
+public:
+    explicit Impl(ClientOptions options);
+    ~Impl() override;
+
+    struct CallSpec {
+        RequestClass request_class = RequestClass::kRead;
+        std::optional<std::chrono::milliseconds> timeout;  // default options.request_timeout
+        std::optional<Endpoint> pinned;                    // only for kPinned
+        // Runs on the network thread with an OK answer before the caller wakes up; an error it
+        // returns replaces the answer (used to register watches atomically with their read).
+        std::function<std::optional<Error>(const proto::Response&)> on_ok;
+    };
+
+    // Sends `request` and waits for the answer, any code, or a client-side error.
+    ClientResult<proto::Response> call(proto::Request request, CallSpec spec);
+    // Network thread: the same without waiting.
+    void start_call(proto::Request request, CallSpec spec, Completion done);
+    // Runs `task` on the network thread and waits for it.
+    void run_on_network(const std::function<void()>& task);
+    std::optional<Error> check_thread() const;
+
+    const ClientOptions& options() const { return options_; }
+    SessionKeeper& keeper() { return keeper_; }
+    Watcher& watcher() { return watcher_; }
+    Core& core() { return core_; }
+
+    // CoreListener (network thread).
+    void before_send(proto::Request& request) override { keeper_.before_send(request); }
+    void on_connected() override;
+    void on_watch_event(const proto::WatchEvent& event) override { watcher_.on_event(event); }
+    void on_session_ended(const proto::SessionEnded& ended) override;
+    bool wants_connection() const override;
+
+private:
+    ClientOptions options_;
+    SessionKeeper keeper_;
+    Watcher watcher_;
+    // Last: destroyed first, so the network thread is joined before the parts it calls go.
+    Core core_;
+};
+
+// The answer's code as an Error (message from the server, or `what` when it sent none); empty for
+// OK. Client-side errors pass through.
+std::optional<Error> answer_error(const ClientResult<proto::Response>& answer,
+                                  std::string_view what);
+
+}  // namespace raftlock::client

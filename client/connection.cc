@@ -1,0 +1,235 @@
+#include "client/connection.h"
+
+#include <array>
+#include <deque>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/format.h>
+
+#include "net/frame.h"
+#include "proto/client.pb.h"
+#include "raft/assert.h"
+
+namespace raftlock::client {
+
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using boost::system::error_code;
+
+class TcpConnection final : public Connection, public std::enable_shared_from_this<TcpConnection> {
+public:
+    TcpConnection(asio::io_context& io,
+                  Endpoint endpoint,
+                  const ConnectionOptions& options,
+                  ConnectionHandlers handlers)
+        : endpoint_(std::move(endpoint)),
+          options_(options),
+          handlers_(std::move(handlers)),
+          resolver_(io),
+          socket_(io),
+          connect_timer_(io),
+          decoder_(options.frame_bytes_max) {}
+
+    void start() {
+        connect_timer_.expires_after(options_.connect_timeout);
+        connect_timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+            if (!ec && !self->closed_ && !self->connected_) {
+                self->fail(fmt::format("connect to {} timed out after {} ms",
+                                       to_string(self->endpoint_),
+                                       self->options_.connect_timeout.count()));
+            }
+        });
+        resolver_.async_resolve(
+            endpoint_.host, std::to_string(endpoint_.port),
+            [self = shared_from_this()](const error_code& ec, tcp::resolver::results_type results) {
+                self->on_resolved(ec, std::move(results));
+            });
+    }
+
+    void send(const proto::Request& request) override {
+        RL_ASSERT(connected_);
+        if (closed_) {
+            return;
+        }
+        std::string frame;
+        net::append_frame(frame, request.SerializeAsString());
+        queued_bytes_ += frame.size();
+        if (queued_bytes_ > options_.send_queue_bytes_max) {
+            fail(fmt::format("send queue to {} exceeded {} bytes", to_string(endpoint_),
+                             options_.send_queue_bytes_max));
+            return;
+        }
+        write_queue_.push_back(std::move(frame));
+        if (write_queue_.size() == 1) {
+            write_next();
+        }
+    }
+
+    void close() override {
+        if (closed_) {
+            return;
+        }
+        closed_ = true;
+        shutdown_socket();
+    }
+
+    const Endpoint& endpoint() const override { return endpoint_; }
+
+private:
+    void on_resolved(const error_code& ec, tcp::resolver::results_type results) {
+        if (closed_) {
+            return;
+        }
+        if (ec) {
+            fail(fmt::format("cannot resolve {}: {}", endpoint_.host, ec.message()));
+            return;
+        }
+        asio::async_connect(
+            socket_, results,
+            [self = shared_from_this()](const error_code& ec, const tcp::endpoint&) {
+                self->on_connect(ec);
+            });
+    }
+
+    void on_connect(const error_code& ec) {
+        if (closed_) {
+            return;
+        }
+        if (ec) {
+            fail(fmt::format("connect to {}: {}", to_string(endpoint_), ec.message()));
+            return;
+        }
+        connected_ = true;
+        connect_timer_.cancel();
+        error_code ignored;
+        socket_.set_option(tcp::no_delay(true), ignored);
+        read_next();
+        handlers_.on_connected();
+    }
+
+    void read_next() {
+        socket_.async_read_some(asio::buffer(read_buffer_),
+                                [self = shared_from_this()](const error_code& ec, size_t bytes) {
+                                    self->on_read(ec, bytes);
+                                });
+    }
+
+    void on_read(const error_code& ec, size_t bytes) {
+        if (closed_) {
+            return;
+        }
+        if (ec) {
+            fail(ec == asio::error::eof
+                     ? fmt::format("{} closed the connection", to_string(endpoint_))
+                     : fmt::format("read from {}: {}", to_string(endpoint_), ec.message()));
+            return;
+        }
+        decoder_.feed(std::string_view(read_buffer_.data(), bytes));
+        if (!drain_frames()) {
+            return;
+        }
+        read_next();
+    }
+
+    // Delivers every whole frame; false when the connection failed (garbage or closed meanwhile).
+    bool drain_frames() {
+        for (;;) {
+            std::string_view payload;
+            const auto state = decoder_.next(payload);
+            if (state == net::FrameDecoder::State::kNeedMore) {
+                return true;
+            }
+            if (state == net::FrameDecoder::State::kTooLarge) {
+                fail(fmt::format("{} sent a frame of {} bytes, above the limit of {}",
+                                 to_string(endpoint_), decoder_.rejected_length(),
+                                 decoder_.frame_bytes_max()));
+                return false;
+            }
+            proto::ServerMessage message;
+            if (!message.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+                fail(
+                    fmt::format("{} sent bytes that are not a ServerMessage: is it a raftlockd "
+                                "client port?",
+                                to_string(endpoint_)));
+                return false;
+            }
+            handlers_.on_message(std::move(message));
+            if (closed_) {
+                return false;  // the handler closed us
+            }
+        }
+    }
+
+    void write_next() {
+        asio::async_write(
+            socket_, asio::buffer(write_queue_.front()),
+            [self = shared_from_this()](const error_code& ec, size_t) { self->on_written(ec); });
+    }
+
+    void on_written(const error_code& ec) {
+        if (closed_) {
+            return;
+        }
+        if (ec) {
+            fail(fmt::format("write to {}: {}", to_string(endpoint_), ec.message()));
+            return;
+        }
+        queued_bytes_ -= write_queue_.front().size();
+        write_queue_.pop_front();
+        if (!write_queue_.empty()) {
+            write_next();
+        }
+    }
+
+    void fail(const std::string& reason) {
+        if (closed_) {
+            return;
+        }
+        closed_ = true;
+        shutdown_socket();
+        // The owner may drop its last reference inside the handler; we live on through `self`.
+        auto self = shared_from_this();
+        handlers_.on_closed(connected_, reason);
+    }
+
+    void shutdown_socket() {
+        error_code ignored;
+        connect_timer_.cancel();
+        resolver_.cancel();
+        socket_.shutdown(tcp::socket::shutdown_both, ignored);
+        socket_.close(ignored);
+    }
+
+    Endpoint endpoint_;
+    ConnectionOptions options_;
+    ConnectionHandlers handlers_;
+    tcp::resolver resolver_;
+    tcp::socket socket_;
+    asio::steady_timer connect_timer_;
+    net::FrameDecoder decoder_;
+    std::array<char, 64 * 1024> read_buffer_{};
+    std::deque<std::string> write_queue_;
+    size_t queued_bytes_ = 0;
+    bool connected_ = false;
+    bool closed_ = false;
+};
+
+}  // namespace
+
+std::shared_ptr<Connection> start_connection(boost::asio::io_context& io,
+                                             Endpoint endpoint,
+                                             const ConnectionOptions& options,
+                                             ConnectionHandlers handlers) {
+    auto connection =
+        std::make_shared<TcpConnection>(io, std::move(endpoint), options, std::move(handlers));
+    connection->start();
+    return connection;
+}
+
+}  // namespace raftlock::client

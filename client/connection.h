@@ -1,0 +1,58 @@
+#pragma once
+
+// One TCP connection from the client to a raftlockd client port: connect with a deadline, send
+// Request frames, receive ServerMessage frames (net/frame.h). Internal to the library.
+//
+// Threads: created, used and reporting on the io_context's one thread. Handlers are never called
+// after close(), and on_closed is called at most once (for a failure the owner did not ask for).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "client/endpoints.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace raftlock::proto {
+class Request;
+class ServerMessage;
+}  // namespace raftlock::proto
+
+namespace raftlock::client {
+
+struct ConnectionOptions {
+    std::chrono::milliseconds connect_timeout{1000};
+    uint32_t frame_bytes_max = 4u << 20;
+    size_t send_queue_bytes_max = 64u << 20;
+};
+
+struct ConnectionHandlers {
+    std::function<void()> on_connected;
+    std::function<void(proto::ServerMessage&&)> on_message;
+    // The connection failed or ended. `was_connected`: false when the connect itself failed.
+    // `reason` names the endpoint and the cause, for error messages.
+    std::function<void(bool was_connected, const std::string& reason)> on_closed;
+};
+
+class Connection {
+public:
+    virtual ~Connection() = default;
+    // Precondition: on_connected was called. A send queue beyond its bound closes the connection.
+    virtual void send(const proto::Request& request) = 0;
+    // Closes without calling on_closed; idempotent.
+    virtual void close() = 0;
+    virtual const Endpoint& endpoint() const = 0;
+};
+
+// Starts connecting at once.
+std::shared_ptr<Connection> start_connection(boost::asio::io_context& io,
+                                             Endpoint endpoint,
+                                             const ConnectionOptions& options,
+                                             ConnectionHandlers handlers);
+
+}  // namespace raftlock::client

@@ -1,0 +1,89 @@
+#include "client/error.h"
+
+#include <fmt/format.h>
+
+namespace raftlock::client {
+
+std::string_view to_string(ErrorCode code) {
+    switch (code) {
+        case ErrorCode::kOk:
+            return "ok";
+        case ErrorCode::kNoNode:
+            return "no_node";
+        case ErrorCode::kNodeExists:
+            return "node_exists";
+        case ErrorCode::kNotEmpty:
+            return "not_empty";
+        case ErrorCode::kBadVersion:
+            return "bad_version";
+        case ErrorCode::kNoChildrenForEphemerals:
+            return "no_children_for_ephemerals";
+        case ErrorCode::kBadArguments:
+            return "bad_arguments";
+        case ErrorCode::kSessionExpired:
+            return "session_expired";
+        case ErrorCode::kMalformedCommand:
+            return "malformed_command";
+        case ErrorCode::kResultDiscarded:
+            return "result_discarded";
+        case ErrorCode::kLockBusy:
+            return "lock_busy";
+        case ErrorCode::kNotLockHolder:
+            return "not_lock_holder";
+        case ErrorCode::kFenceRejected:
+            return "fence_rejected";
+        case ErrorCode::kLimitExceeded:
+            return "limit_exceeded";
+        case ErrorCode::kAlreadyWaiting:
+            return "already_waiting";
+        case ErrorCode::kRolledBack:
+            return "rolled_back";
+        case ErrorCode::kUnavailable:
+            return "unavailable";
+        case ErrorCode::kServerTimeout:
+            return "server_timeout";
+        case ErrorCode::kTooManyRequests:
+            return "too_many_requests";
+        case ErrorCode::kBadRequest:
+            return "bad_request";
+        case ErrorCode::kWaitTimeout:
+            return "wait_timeout";
+        case ErrorCode::kShuttingDown:
+            return "shutting_down";
+        case ErrorCode::kConnectFailed:
+            return "connect_failed";
+        case ErrorCode::kTimeout:
+            return "timeout";
+        case ErrorCode::kNoSession:
+            return "no_session";
+        case ErrorCode::kSessionLost:
+            return "session_lost";
+        case ErrorCode::kInvalidArgument:
+            return "invalid_argument";
+        case ErrorCode::kClosed:
+            return "closed";
+        case ErrorCode::kProtocolError:
+            return "protocol_error";
+        case ErrorCode::kWrongThread:
+            return "wrong_thread";
+        case ErrorCode::kTooManyPending:
+            return "too_many_pending";
+    }
+    return "unknown";
+}
+
+ErrorCode error_code_from_wire(int32_t wire_code) {
+    if ((wire_code >= 0 && wire_code <= 15) || (wire_code >= 100 && wire_code <= 105)) {
+        return static_cast<ErrorCode>(wire_code);
+    }
+    return ErrorCode::kBadRequest;
+}
+
+std::string to_string(const Error& error) {
+    if (error.message.empty()) {
+        return std::string(to_string(error.code));
+    }
+    return fmt::format("{}: {}", to_string(error.code), error.message);
+}
+
+}  // namespace raftlock::client

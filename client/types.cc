@@ -1,0 +1,61 @@
+#include "client/types.h"
+
+namespace raftlock::client {
+
+std::string_view to_string(NodeKind kind) {
+    switch (kind) {
+        case NodeKind::kPersistent:
+            return "persistent";
+        case NodeKind::kEphemeral:
+            return "ephemeral";
+        case NodeKind::kPersistentSequential:
+            return "persistent_sequential";
+        case NodeKind::kEphemeralSequential:
+            return "ephemeral_sequential";
+        case NodeKind::kContainer:
+            return "container";
+        case NodeKind::kTtl:
+            return "ttl";
+    }
+    return "unknown";
+}
+
+std::string_view to_string(LockMode mode) {
+    switch (mode) {
+        case LockMode::kExclusive:
+            return "exclusive";
+        case LockMode::kShared:
+            return "shared";
+        case LockMode::kSemaphore:
+            return "semaphore";
+    }
+    return "unknown";
+}
+
+std::string_view to_string(EventType type) {
+    switch (type) {
+        case EventType::kNodeCreated:
+            return "created";
+        case EventType::kNodeDeleted:
+            return "deleted";
+        case EventType::kNodeDataChanged:
+            return "data_changed";
+        case EventType::kNodeChildrenChanged:
+            return "children_changed";
+    }
+    return "unknown";
+}
+
+std::string_view to_string(SessionLoss loss) {
+    switch (loss) {
+        case SessionLoss::kSafeUntilPassed:
+            return "safe_until_passed";
+        case SessionLoss::kExpired:
+            return "expired";
+        case SessionLoss::kClosed:
+            return "closed";
+    }
+    return "unknown";
+}
+
+}  // namespace raftlock::client

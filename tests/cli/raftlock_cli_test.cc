@@ -1,0 +1,202 @@
+// The `raftlock` binary against FakeServer (tests/client/fake_server.h): exit codes, the
+// cross-process session rules, and `lock` stopping its command when the lock is lost.
+
+#include <atomic>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client_test_util.h"
+
+namespace raftlock::client::testing {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Run {
+    int exit_code = -1;
+    std::string out;
+    std::chrono::milliseconds elapsed{0};
+};
+
+// Runs raftlock with `args` against `endpoints`, capturing stdout (stderr passes through).
+Run run_cli(const std::vector<Endpoint>& endpoints, std::vector<std::string> args) {
+    args.insert(args.begin(), {RAFTLOCK_BINARY, "--endpoints", to_string(endpoints)});
+    std::vector<char*> argv;
+    for (std::string& arg : args) {
+        argv.push_back(arg.data());
+    }
+    argv.push_back(nullptr);
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    const auto start = SteadyClock::now();
+    const pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        execv(argv[0], argv.data());
+        _exit(126);
+    }
+    close(fds[1]);
+    Run run;
+    char buffer[4096];
+    for (ssize_t n; (n = read(fds[0], buffer, sizeof(buffer))) > 0;) {
+        run.out.append(buffer, static_cast<size_t>(n));
+    }
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    run.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - start);
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return run;
+}
+
+std::string temp_path(const char* name) {
+    return std::string("/tmp/raftlock_cli_test_") + std::to_string(getpid()) + "_" + name;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("lock runs the command with the lock's environment, then releases and closes",
+          "[cli][lock]") {
+    FakeServer server;
+    const std::string out = temp_path("env");
+    auto run = run_cli({server.endpoint()},
+                       {"lock", "jobs", "--ttl", "5s", "--", "sh", "-c",
+                        "echo $RAFTLOCK_TOKEN $RAFTLOCK_LOCK $RAFTLOCK_SESSION > " + out});
+    CHECK(run.exit_code == 0);
+    CHECK(read_file(out) == "77 jobs 1000\n");
+    std::remove(out.c_str());
+    CHECK(count_body(server.received(), proto::Request::kRelease) == 1);
+    CHECK(count_body(server.received(), proto::Request::kCloseSession) == 1);
+}
+
+TEST_CASE("lock exits with the command's exit code", "[cli][lock]") {
+    FakeServer server;
+    auto run = run_cli({server.endpoint()}, {"lock", "jobs", "--", "sh", "-c", "exit 7"});
+    CHECK(run.exit_code == 7);
+    auto missing = run_cli({server.endpoint()}, {"lock", "jobs", "--", "/nonexistent/cmd"});
+    CHECK(missing.exit_code == 127);
+}
+
+TEST_CASE("lock stops the command before the session can expire when keepalives fail",
+          "[cli][lock]") {
+    FakeServer server;
+    server.set_handler([](FakeServer& s, uint64_t conn, const proto::Request& request) {
+        if (!request.has_keep_alive()) {  // the leader never hears the keepalives
+            s.reply(conn, FakeServer::ok_response(request));
+        }
+    });
+    SECTION("a command that stops on SIGTERM") {
+        auto run =
+            run_cli({server.endpoint()}, {"lock", "jobs", "--ttl", "1s", "--", "sleep", "5"});
+        CHECK(run.exit_code == 4);
+        // Open + 1 s is the earliest expiry; safe-until is 500 ms before it.
+        CHECK(run.elapsed < 1000ms);
+    }
+    SECTION("a command that ignores SIGTERM gets SIGKILL after the grace") {
+        auto run = run_cli({server.endpoint()}, {"lock", "jobs", "--ttl", "1s", "--", "sh", "-c",
+                                                 "trap '' TERM; exec sleep 5"});
+        CHECK(run.exit_code == 4);
+        CHECK(run.elapsed < 1000ms);
+    }
+}
+
+TEST_CASE("acquire prints session and token and leaves the session open", "[cli][acquire]") {
+    FakeServer server;
+    auto run =
+        run_cli({server.endpoint()}, {"--output", "json", "acquire", "jobs", "--ttl", "30s"});
+    REQUIRE(run.exit_code == 0);
+    const auto printed = nlohmann::json::parse(run.out);
+    CHECK(printed["session"] == 1000);
+    CHECK(printed["token"] == 77);
+    CHECK(count_body(server.received(), proto::Request::kCloseSession) == 0);
+    const auto acquires = requests_of(server, proto::Request::kAcquire);
+    REQUIRE(acquires.size() == 1);
+    CHECK(acquires[0].seq() == 1);
+}
+
+TEST_CASE("a busy lock exits 1 and closes the session it opened", "[cli][acquire]") {
+    FakeServer server;
+    server.set_handler([](FakeServer& s, uint64_t conn, const proto::Request& request) {
+        proto::Response response = FakeServer::ok_response(request);
+        if (request.has_acquire()) {
+            response.clear_lock();
+            response.set_code(proto::LOCK_BUSY);
+        }
+        s.reply(conn, response);
+    });
+    auto run = run_cli({server.endpoint()}, {"acquire", "jobs", "--no-wait"});
+    CHECK(run.exit_code == 1);
+    CHECK(count_body(server.received(), proto::Request::kCloseSession) == 1);
+}
+
+TEST_CASE("release finds the token and writes with a fresh cross-process seq", "[cli][release]") {
+    FakeServer server;
+    server.set_handler([](FakeServer& s, uint64_t conn, const proto::Request& request) {
+        proto::Response response = FakeServer::ok_response(request);
+        if (request.has_describe_lock()) {
+            auto* holder = response.mutable_lock_info()->add_holders();
+            holder->set_session(1000);
+            holder->set_owner_tag("w");
+            holder->set_token(77);
+            holder->set_count(1);
+        }
+        s.reply(conn, response);
+    });
+    auto first = run_cli({server.endpoint()}, {"release", "jobs", "--session", "1000"});
+    auto second = run_cli({server.endpoint()}, {"release", "jobs", "--session", "1000"});
+    CHECK(first.exit_code == 0);
+    CHECK(second.exit_code == 0);
+    const auto releases = requests_of(server, proto::Request::kRelease);
+    REQUIRE(releases.size() == 2);
+    CHECK(releases[0].release().token() == 77);
+    CHECK(releases[0].release().owner_tag() == "w");
+    CHECK(releases[0].session_id() == 1000);
+    CHECK(releases[0].seq() > 1'000'000'000'000'000);
+    CHECK(releases[0].ack_seq() == releases[0].seq() - 1);
+    CHECK(releases[1].seq() > releases[0].seq());
+    auto not_holder = run_cli({server.endpoint()}, {"release", "jobs", "--session", "5"});
+    CHECK(not_holder.exit_code == 1);
+}
+
+TEST_CASE("usage errors exit 2, an unreachable cluster exits 3", "[cli]") {
+    FakeServer server;
+    CHECK(run_cli({server.endpoint()}, {"acquire"}).exit_code == 2);
+    CHECK(run_cli({server.endpoint()}, {"acquire", "x", "--ttl", "30"}).exit_code == 2);
+    CHECK(run_cli({server.endpoint()}, {"create", "/x", "--container", "--ttl", "1s"}).exit_code ==
+          2);
+    CHECK(run_cli({server.endpoint()}, {"nonsense"}).exit_code == 2);
+    CHECK(run_cli({server.endpoint()}, {"--help"}).exit_code == 0);
+    const Endpoint dead{"127.0.0.1", unused_port()};
+    auto run = run_cli({dead}, {"describe", "x"});
+    CHECK(run.exit_code == 3);
+}
+
+TEST_CASE("node writes use a short session of their own", "[cli][nodes]") {
+    FakeServer server;
+    auto run = run_cli({server.endpoint()}, {"set", "/a", "hello", "--version", "3"});
+    CHECK(run.exit_code == 0);
+    const auto sets = requests_of(server, proto::Request::kSetData);
+    REQUIRE(sets.size() == 1);
+    CHECK(sets[0].set_data().data() == "hello");
+    CHECK(sets[0].set_data().version() == 3);
+    CHECK(sets[0].seq() == 1);
+    CHECK(count_body(server.received(), proto::Request::kCloseSession) == 1);
+    auto got = run_cli({server.endpoint()}, {"get", "/a"});
+    CHECK(got.exit_code == 0);
+    CHECK(got.out == "v\n");
+}
+
+}  // namespace raftlock::client::testing
