@@ -35,7 +35,6 @@ namespace {
 constexpr size_t kReadChunkBytes = 64 * 1024;
 constexpr size_t kWriteBatchFramesMax = 1024;
 constexpr size_t kWriteBatchBytesMax = 8u << 20;
-constexpr milliseconds kAcceptRetry{100};
 constexpr milliseconds kLogInterval{30000};
 
 struct Conn {
@@ -168,23 +167,12 @@ void Core::stop() {
 }
 
 void Core::accept() {
-    acceptor_.async_accept([self = shared_from_this()](error_code ec, tcp::socket socket) {
-        if (self->stopped_) {
-            return;
-        }
-        if (ec) {
-            self->log_.log("client-accept", "client port: accept failed: " + ec.message());
-            self->retry_.expires_after(kAcceptRetry);
-            self->retry_.async_wait([self](error_code wait_ec) {
-                if (!wait_ec && !self->stopped_) {
-                    self->accept();
-                }
-            });
-            return;
-        }
-        self->on_accept(std::move(socket));
-        self->accept();
-    });
+    accept_forever(
+        shared_from_this(), acceptor_, retry_, stopped_,
+        [this](tcp::socket socket) { on_accept(std::move(socket)); },
+        [this](const error_code& ec) {
+            log_.log("client-accept", "client port: accept failed: " + ec.message());
+        });
 }
 
 void Core::on_accept(tcp::socket socket) {

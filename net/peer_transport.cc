@@ -39,8 +39,6 @@ constexpr uint32_t kHandshakeFrameBytesMax = 4096;
 constexpr size_t kWriteBatchFramesMax = 1024;
 constexpr size_t kWriteBatchBytesMax = 8u << 20;
 constexpr milliseconds kLogInterval{30000};
-// accept() failing (e.g. out of file descriptors) is retried after a pause, not in a busy loop.
-constexpr milliseconds kAcceptRetry{100};
 
 // Empty when `hello` may open a connection to this node, else the reason in words.
 std::string hello_refusal(const proto::Hello& hello,
@@ -241,24 +239,13 @@ std::vector<PeerStats> Core::stats() const {
 // --- the accepting side ---------------------------------------------------------------------
 
 void Core::accept() {
-    acceptor_.async_accept([self = shared_from_this()](error_code ec, tcp::socket socket) {
-        if (self->stopped_) {
-            return;
-        }
-        if (ec) {
-            self->log_.log("accept", fmt::format("node {}: accept failed: {}",
-                                                 self->options_.self_id, ec.message()));
-            self->accept_retry_.expires_after(kAcceptRetry);
-            self->accept_retry_.async_wait([self](error_code wait_ec) {
-                if (!wait_ec && !self->stopped_) {
-                    self->accept();
-                }
-            });
-            return;
-        }
-        self->on_accept(std::move(socket));
-        self->accept();
-    });
+    accept_forever(
+        shared_from_this(), acceptor_, accept_retry_, stopped_,
+        [this](tcp::socket socket) { on_accept(std::move(socket)); },
+        [this](const error_code& ec) {
+            log_.log("accept",
+                     fmt::format("node {}: accept failed: {}", options_.self_id, ec.message()));
+        });
 }
 
 void Core::on_accept(tcp::socket socket) {

@@ -7,6 +7,7 @@ packages=(
     g++ cmake ninja-build pkg-config
     libboost-dev libprotobuf-dev protobuf-compiler librocksdb-dev libfmt-dev catch2
     clang-format nlohmann-json3-dev
+    libcli11-dev libtomlplusplus-dev libspdlog-dev clang libclang-rt-14-dev
 )
 
 missing=()

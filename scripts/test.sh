@@ -4,6 +4,8 @@
 #
 #   scripts/test.sh            plain + sanitizer builds, all tests
 #   RAFTLOCK_SKIP_SANITIZE=1   plain build only (a quick local loop)
+#   RAFTLOCK_SKIP_FUZZ=1       no fuzzing (otherwise each libFuzzer target runs
+#                              ${RAFTLOCK_FUZZ_SECONDS:-20} s when clang is installed: scripts/fuzz.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,5 +28,9 @@ start=$(date +%s)
 run_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "${RAFTLOCK_SKIP_SANITIZE:-0}" != 1 ]; then
     run_build build-asan -DCMAKE_BUILD_TYPE=Debug -DRAFTLOCK_SANITIZE=ON
+fi
+if [ "${RAFTLOCK_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
+    echo "== fuzz (scripts/fuzz.sh)"
+    RAFTLOCK_FUZZ_SECONDS=${RAFTLOCK_FUZZ_SECONDS:-20} scripts/fuzz.sh
 fi
 echo "== scripts/test.sh: all tests passed in $(($(date +%s) - start)) s"

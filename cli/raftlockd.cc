@@ -1,0 +1,242 @@
+// raftlockd: one node of a raftlock cluster. Wires the replica (server/replica.h) to the Asio
+// runtime: one io_context thread for the peer transport, the client port, the admin HTTP port, the
+// tick timer and the Raft loop; the replica's storage thread does the synced writes.
+//
+// Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 when the node cannot start (ports,
+// data directory), 2 for a configuration error. A disk error aborts the process (storage/fatal.h).
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
+
+#include <boost/asio.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "net/admin_http.h"
+#include "net/client_listener.h"
+#include "net/peer_transport.h"
+#include "proto/client.pb.h"
+#include "proto/peer.pb.h"
+#include "server/clock.h"
+#include "server/config.h"
+#include "server/metrics.h"
+#include "server/replica.h"
+#include "storage/rocks_storage.h"
+
+namespace raftlock::server {
+namespace {
+
+namespace asio = boost::asio;
+
+class TransportSink final : public PeerSink {
+public:
+    net::PeerTransport* transport = nullptr;
+    bool send(uint64_t to, const proto::PeerFrame& frame) override {
+        return transport->send(to, frame);
+    }
+};
+
+class ListenerSink final : public ClientSink {
+public:
+    net::ClientListener* listener = nullptr;
+    void send(net::ConnectionId id, const proto::ServerMessage& message) override {
+        listener->send(id, message);
+    }
+    void close(net::ConnectionId id) override { listener->close(id); }
+};
+
+// The data directory remembers which cluster and node it belongs to, so a directory copied to the
+// wrong node or cluster is refused instead of joining with someone else's log.
+bool check_identity(const ServerConfig& config) {
+    const std::filesystem::path path = std::filesystem::path(config.data_dir) / "identity";
+    const std::string expected =
+        fmt::format("cluster={} node={}\n", config.cluster_id, config.node_id);
+    if (std::filesystem::exists(path)) {
+        std::ifstream in(path);
+        std::string found((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (found != expected) {
+            spdlog::critical(
+                "{} belongs to another node or cluster ({}), not to {}: use the right "
+                "--data-dir, or wipe it to join as a new member",
+                path.string(), found.substr(0, found.find('\n')),
+                expected.substr(0, expected.size() - 1));
+            return false;
+        }
+        return true;
+    }
+    std::ofstream out(path);
+    out << expected;
+    out.close();
+    if (!out) {
+        spdlog::critical("cannot write {}", path.string());
+        return false;
+    }
+    return true;
+}
+
+spdlog::level::level_enum to_spdlog(LogLevel level) {
+    switch (level) {
+        case LogLevel::kDebug:
+            return spdlog::level::debug;
+        case LogLevel::kInfo:
+            return spdlog::level::info;
+        case LogLevel::kWarn:
+            return spdlog::level::warn;
+        case LogLevel::kError:
+            return spdlog::level::err;
+    }
+    return spdlog::level::info;
+}
+
+void add_gauges(Metrics& metrics, const Replica& replica) {
+    metrics.add_gauge("raftlock_is_leader", "1 when this node is the leader",
+                      [&replica] { return replica.is_leader() ? 1.0 : 0.0; });
+    metrics.add_gauge("raftlock_applied_index", "the last applied log index",
+                      [&replica] { return static_cast<double>(replica.applied_index()); });
+    metrics.add_gauge("raftlock_sessions", "live sessions",
+                      [&replica] { return static_cast<double>(replica.state().session_count()); });
+    metrics.add_gauge("raftlock_locks_held", "locks with at least one holder", [&replica] {
+        return static_cast<double>(replica.state().lock_totals().held);
+    });
+    metrics.add_gauge("raftlock_lock_waiters", "waiters queued on all locks", [&replica] {
+        return static_cast<double>(replica.state().lock_totals().waiters);
+    });
+    metrics.add_gauge("raftlock_nodes", "nodes in the tree",
+                      [&replica] { return static_cast<double>(replica.state().node_count()); });
+    metrics.add_gauge("raftlock_client_connections", "open client connections",
+                      [&replica] { return static_cast<double>(replica.connection_count()); });
+}
+
+// Ticks at a fixed rate: each deadline is the previous one plus the period, so a slow turn does
+// not stretch election timeouts.
+void schedule_tick(asio::steady_timer& timer, std::chrono::milliseconds period, Replica& replica) {
+    timer.expires_at(timer.expiry() + period);
+    timer.async_wait([&timer, period, &replica](const boost::system::error_code& ec) {
+        if (ec) {
+            return;
+        }
+        replica.tick();
+        schedule_tick(timer, period, replica);
+    });
+}
+
+int run(const ServerConfig& config) {
+    std::error_code ec;
+    std::filesystem::create_directories(config.data_dir, ec);
+    if (ec) {
+        spdlog::critical("cannot create the data directory {}: {}", config.data_dir, ec.message());
+        return 1;
+    }
+    if (!check_identity(config)) {
+        return 1;
+    }
+    auto store = storage::RocksStorage::open(config.data_dir);
+    if (!store.ok()) {
+        spdlog::critical("cannot open the store in {}: {}", config.data_dir, store.error().message);
+        return 1;
+    }
+    asio::io_context io(1);
+    SystemClock clock;
+    Metrics metrics;
+    TransportSink peer_sink;
+    ListenerSink client_sink;
+    auto post = [&io](std::function<void()> task) { asio::post(io, std::move(task)); };
+    Replica replica(config, std::move(store).value(), peer_sink, client_sink, post, clock, metrics);
+    add_gauges(metrics, replica);
+
+    net::PeerTransportOptions peer_options;
+    peer_options.cluster_id = config.cluster_id;
+    peer_options.self_id = config.node_id;
+    peer_options.listen_host = config.self().raft.host;
+    peer_options.listen_port = config.self().raft.port;
+    for (const Member& m : config.members) {
+        if (m.id != config.node_id) {
+            peer_options.peers.push_back(net::PeerAddress{m.id, m.raft.host, m.raft.port});
+        }
+    }
+    net::PeerTransport transport(io, peer_options, [&replica](uint64_t from, proto::PeerFrame&& f) {
+        replica.on_peer_frame(from, std::move(f));
+    });
+    peer_sink.transport = &transport;
+
+    net::ClientListenerOptions client_options;
+    client_options.listen_host = config.client_listen.host;
+    client_options.listen_port = config.client_listen.port;
+    client_options.frame_bytes_max = config.client_frame_bytes_max;
+    client_options.connections_max = config.connections_max;
+    net::ClientListener listener(io, client_options, replica);
+    client_sink.listener = &listener;
+
+    std::map<std::string, net::AdminHttp::Route> routes;
+    routes["/status"] = [&replica] {
+        return net::HttpReply{200, "application/json", replica.status_json() + "\n"};
+    };
+    routes["/metrics"] = [&metrics] {
+        return net::HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics.render()};
+    };
+    routes["/healthz"] = [&replica] {
+        return replica.healthy() ? net::HttpReply{200, "text/plain; charset=utf-8", "ok\n"}
+                                 : net::HttpReply{503, "text/plain; charset=utf-8", "no leader\n"};
+    };
+    net::AdminHttp admin(io,
+                         net::AdminHttpOptions{config.admin_listen.host, config.admin_listen.port},
+                         std::move(routes));
+
+    for (auto [name, started] :
+         {std::pair{"raft", transport.start()}, std::pair{"client", listener.start()},
+          std::pair{"admin", admin.start()}}) {
+        if (!started.ok()) {
+            spdlog::critical("cannot listen on the {} port: {}", name, started.error());
+            return 1;
+        }
+    }
+    spdlog::info("node {} listening: raft {}:{}, clients {}:{}, admin http://{}:{}", config.node_id,
+                 config.self().raft.host, transport.port(), config.client_listen.host,
+                 listener.port(), config.admin_listen.host, admin.port());
+
+    asio::steady_timer ticker(io, std::chrono::steady_clock::now());
+    schedule_tick(ticker, std::chrono::milliseconds(config.tick_ms), replica);
+
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code& error, int signal) {
+        if (error) {
+            return;
+        }
+        spdlog::info("signal {}: shutting down", signal);
+        replica.shut_down();
+        ticker.cancel();
+        admin.stop();
+        // Let the SHUTTING_DOWN replies go out before the sockets close.
+        asio::post(io, [&] {
+            listener.stop();
+            transport.stop();
+            io.stop();
+        });
+    });
+    io.run();
+    spdlog::info("node {} stopped", config.node_id);
+    return 0;
+}
+
+}  // namespace
+}  // namespace raftlock::server
+
+int main(int argc, char** argv) {
+    using namespace raftlock::server;
+    std::signal(SIGPIPE, SIG_IGN);
+    auto config = parse_config(argc, argv);
+    if (!config.ok()) {
+        if (config.error().message.empty()) {
+            fmt::print("{}", config.error().help);
+            return 0;
+        }
+        fmt::print(stderr, "raftlockd: {}\n(see raftlockd --help)\n", config.error().message);
+        return 2;
+    }
+    spdlog::set_pattern(fmt::format("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ n{} %v", config->node_id));
+    spdlog::set_level(to_spdlog(config->log_level));
+    return run(*config);
+}

@@ -1,0 +1,94 @@
+// The raftlock CLI against a real cluster.
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <unistd.h>
+
+#include "client/client.h"
+#include "process_cluster.h"
+
+namespace raftlock::integration {
+namespace {
+
+using namespace std::chrono_literals;
+
+nlohmann::json run_json(ProcessCluster& c, std::vector<std::string> args, int expect_status = 0) {
+    std::vector<std::string> argv = {raftlock_path(), "--endpoints", c.endpoints(), "--output",
+                                     "json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string out;
+    const int status = run_program(argv, &out);
+    INFO(out);
+    REQUIRE(status == expect_status);
+    const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+    REQUIRE(!j.is_discarded());
+    return j;
+}
+
+TEST_CASE("the CLI acquires, describes and releases a lock across processes",
+          "[integration][cli]") {
+    ProcessCluster c;
+    REQUIRE(c.wait_for_leader() != 0);
+    const nlohmann::json held = run_json(c, {"acquire", "deploy", "--ttl", "30s"});
+    const uint64_t session = held["session"].get<uint64_t>();
+    const uint64_t token = held["token"].get<uint64_t>();
+    CHECK(token > 0);
+    // The lock outlives the CLI process.
+    const nlohmann::json info = run_json(c, {"describe", "deploy"});
+    INFO(info.dump());
+    REQUIRE(info["holders"].size() == 1);
+    CHECK(info["holders"][0]["token"].get<uint64_t>() == token);
+    run_json(c, {"acquire", "deploy", "--no-wait"}, 1);  // busy
+    run_json(c, {"release", "deploy", "--session", std::to_string(session)});
+    const nlohmann::json free = run_json(c, {"describe", "deploy"});
+    CHECK(free["holders"].empty());
+    const nlohmann::json status = run_json(c, {"cluster", "status"});
+    INFO(status.dump());
+    CHECK(status.dump().find("leader") != std::string::npos);
+}
+
+TEST_CASE("lock -- CMD stops its command when the session is lost while the CLI was paused",
+          "[integration][cli]") {
+    ProcessCluster c;
+    REQUIRE(c.wait_for_leader() != 0);
+    const std::string pidfile = c.dir() + "/child.pid";
+    const pid_t cli =
+        spawn_program({raftlock_path(), "--endpoints", c.endpoints(), "lock", "job", "--ttl", "1s",
+                       "--", "/bin/sh", "-c", "echo $$ > " + pidfile + "; exec sleep 300"},
+                      c.dir() + "/cli.log");
+    pid_t child = 0;
+    for (int i = 0; i < 500 && child == 0; ++i) {
+        std::ifstream in(pidfile);
+        in >> child;
+        std::this_thread::sleep_for(10ms);
+    }
+    REQUIRE(child > 0);
+    REQUIRE(::kill(child, 0) == 0);
+
+    ::kill(cli, SIGSTOP);  // no keepalives: the session expires on the cluster
+    raftlock::client::ClientOptions o;
+    o.endpoints = *raftlock::client::parse_endpoints(c.endpoints());
+    raftlock::client::Client other(o);
+    REQUIRE(other.open_session(10s).ok());
+    raftlock::client::AcquireOptions wait;
+    wait.wait = 20s;
+    auto lease = other.acquire("job", wait);
+    REQUIRE(lease.ok());  // the cluster handed the lock over after the expiry
+    ::kill(cli, SIGCONT);
+    // The CLI sees its safe-until long gone: it stops the command and exits 4.
+    const int status = wait_program(cli, 10000);
+    std::ifstream log(c.dir() + "/cli.log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    INFO(text);
+    CHECK(status == 4);
+    CHECK(::kill(child, 0) != 0);  // gone
+}
+
+}  // namespace
+}  // namespace raftlock::integration
