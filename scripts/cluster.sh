@@ -153,7 +153,15 @@ start_node() {
             >>"$(log_file "$n")" 2>&1 </dev/null &
         echo $! >"$(pid_file "$n")"
     )
-    say "started node $n (pid $(cat "$(pid_file "$n")"))"
+    # The pid is the forked shell's until it has exec'd raftlockd; node_pid() recognises the node by
+    # its command line, so wait for the exec (or the end of the process) before anyone checks.
+    local pid tries=0
+    pid=$(cat "$(pid_file "$n")")
+    while kill -0 "$pid" 2>/dev/null && ! node_pid "$n" >/dev/null && [ $tries -lt 100 ]; do
+        sleep 0.01
+        tries=$((tries + 1))
+    done
+    say "started node $n (pid $pid)"
 }
 
 # A node that died while starting: show why, from its log.

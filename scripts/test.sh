@@ -5,7 +5,8 @@
 #   scripts/test.sh            plain + sanitizer builds, all tests
 #   RAFTLOCK_SKIP_SANITIZE=1   plain build only (a quick local loop)
 #   RAFTLOCK_SKIP_FUZZ=1       no fuzzing (otherwise each libFuzzer target runs
-#                              ${RAFTLOCK_FUZZ_SECONDS:-20} s when clang is installed: scripts/fuzz.sh)
+#                              ${RAFTLOCK_FUZZ_SECONDS:-20} s, the client decoder 60 s, when clang
+#                              is installed: scripts/fuzz.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -65,6 +65,7 @@ Replica::Replica(const ServerConfig& config,
     rc.seed = random_u64();
     rc.applied = applied_index_;
     raw_ = std::make_unique<raft::RawNode>(rc, *storage_);
+    replayed_through_ = init.hard_state.commit;
     // Nonces tell this node's OpenSession entries apart from every other node's: the id in the
     // top byte, a random start below (a restarted node must not reuse its predecessor's).
     next_nonce_ = (config.node_id << 56) | (random_u64() >> 8);

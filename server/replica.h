@@ -208,6 +208,7 @@ private:
     raft::ConfState applied_conf_;   // the configuration as of the applied index (for snapshots)
     raft::Index applied_index_ = 0;  // Raft's applied index (configuration entries included)
     raft::Index snapshot_index_ = 0;
+    raft::Index replayed_through_ = 0;  // the commit index at start: entries up to it are replayed
 
     raft::SoftState soft_;
     bool ready_in_flight_ = false;

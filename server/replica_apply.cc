@@ -71,7 +71,8 @@ void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& resu
         }
     }
     if (const auto* expire = std::get_if<sm::ExpireSession>(&command.op)) {
-        if (result.response.code == sm::ErrorCode::kOk) {
+        // Entries replayed at start were logged by the previous incarnation.
+        if (result.response.code == sm::ErrorCode::kOk && result.index > replayed_through_) {
             spdlog::info("session {} ended by expiry at index {}", expire->session, result.index);
         }
     }
