@@ -1102,6 +1102,24 @@ void add_node_commands(CLI::App& app, Command& run) {
     });
 }
 
+// CLI11 reports a misspelt command as a missing one ("A subcommand is required"); name the word
+// it did not know instead, and where to find the right ones. False when that is not the error.
+bool report_unknown_word(CLI::App& app) {
+    CLI::App* deepest = &app;
+    std::string path = "raftlock";
+    while (!deepest->get_subcommands().empty()) {
+        deepest = deepest->get_subcommands().front();
+        path += " " + deepest->get_name();
+    }
+    if (deepest->get_require_subcommand_min() == 0 || deepest->remaining().empty()) {
+        return false;
+    }
+    const std::string word = deepest->remaining().front();  // remaining() returns a copy
+    fmt::print(stderr, "raftlock: unknown {} '{}' (see {} --help)\n",
+               word.starts_with("-") ? "option" : "command", word, path);
+    return true;
+}
+
 int run_main(int argc, char** argv) {
     CLI::App app{"raftlock: locks, sessions and nodes of a raftlockd cluster"};
     app.footer(kExitCodesHelp);
@@ -1120,6 +1138,9 @@ int run_main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
+        if (report_unknown_word(app)) {
+            return kExitUsage;
+        }
         return app.exit(e) == 0 ? kExitOk : kExitUsage;
     }
     try {

@@ -178,6 +178,8 @@ TEST_CASE("usage errors exit 2, an unreachable cluster exits 3", "[cli]") {
     CHECK(run_cli({server.endpoint()}, {"create", "/x", "--container", "--ttl", "1s"}).exit_code ==
           2);
     CHECK(run_cli({server.endpoint()}, {"nonsense"}).exit_code == 2);
+    CHECK(run_cli({server.endpoint()}, {"--nonsense"}).exit_code == 2);
+    CHECK(run_cli({server.endpoint()}, {"session", "nonsense"}).exit_code == 2);
     CHECK(run_cli({server.endpoint()}, {"--help"}).exit_code == 0);
     const Endpoint dead{"127.0.0.1", unused_port()};
     auto run = run_cli({dead}, {"describe", "x"});
