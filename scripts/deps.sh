@@ -8,6 +8,8 @@ packages=(
     libboost-dev libprotobuf-dev protobuf-compiler librocksdb-dev libfmt-dev catch2
     clang-format nlohmann-json3-dev
     libcli11-dev libtomlplusplus-dev libspdlog-dev clang libclang-rt-14-dev
+    # jepsen/run: network namespaces, veth and bridges (iproute2), partitions (nftables)
+    iproute2 nftables python3
 )
 
 missing=()

@@ -1,0 +1,394 @@
+#include "jepsen/client/workloads.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "client/client.h"
+
+namespace raftlock::jepsen {
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace rc = raftlock::client;
+
+constexpr const char* kRoot = "/jepsen";
+constexpr const char* kResource = "/jepsen/resource";
+constexpr int64_t kValuesMax = 5;  // register values are 0..4: small, so cas often matches
+
+std::string key_path(uint32_t key) {
+    return std::string(kRoot) + "/k" + std::to_string(key);
+}
+
+// Whether an error means the operation certainly did not take effect (`fail`) rather than that
+// its outcome is unknown (`info`). A write whose session is gone may have been applied before the
+// session ended, and a timeout or a lost connection says nothing either way.
+bool definitely_failed(rc::ErrorCode code) {
+    switch (code) {
+        case rc::ErrorCode::kNoNode:
+        case rc::ErrorCode::kNodeExists:
+        case rc::ErrorCode::kNotEmpty:
+        case rc::ErrorCode::kBadVersion:
+        case rc::ErrorCode::kBadArguments:
+        case rc::ErrorCode::kLockBusy:
+        case rc::ErrorCode::kNotLockHolder:
+        case rc::ErrorCode::kFenceRejected:
+        case rc::ErrorCode::kLimitExceeded:
+        case rc::ErrorCode::kAlreadyWaiting:
+        case rc::ErrorCode::kWaitTimeout:
+        case rc::ErrorCode::kTooManyRequests:
+        case rc::ErrorCode::kBadRequest:
+        case rc::ErrorCode::kConnectFailed:  // never sent
+        case rc::ErrorCode::kNoSession:
+        case rc::ErrorCode::kInvalidArgument:
+        case rc::ErrorCode::kTooManyPending:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool session_gone(rc::ErrorCode code) {
+    return code == rc::ErrorCode::kSessionExpired || code == rc::ErrorCode::kSessionLost;
+}
+
+int64_t to_ns(rc::SteadyTime t) {
+    // steady_clock is CLOCK_MONOTONIC on Linux, the clock the history is stamped with.
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+rc::ClientOptions client_options(const WorkloadOptions& options, uint64_t seed) {
+    rc::ClientOptions o;
+    o.endpoints = options.endpoints;
+    o.connect_timeout = 500ms;
+    o.request_timeout = std::chrono::milliseconds(options.request_timeout_ms);
+    o.seed = seed;
+    return o;
+}
+
+// One worker: a process number, a client with an open session, pacing and totals.
+class Worker {
+public:
+    Worker(const WorkloadOptions& options,
+           uint32_t worker,
+           HistoryRecorder& history,
+           WorkloadTotals& totals)
+        : options_(options),
+          worker_(worker),
+          history_(history),
+          totals_(totals),
+          rng_(options.seed * 1'000'003 + worker),
+          process_(worker) {}
+
+    bool running() const { return monotonic_ns() < options_.deadline_ns; }
+
+    // Sleeps so that all workers together run about options.rate operations per second.
+    void pace() {
+        const double mean_s = options_.processes / std::max(options_.rate, 0.001);
+        std::exponential_distribution<double> gap(1.0 / mean_s);
+        const auto wait = std::chrono::duration<double>(std::min(gap(rng_), 5 * mean_s));
+        std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::microseconds>(wait));
+    }
+
+    // A client with an open session, made anew when the old session is gone. False when the
+    // run ended before one could be opened.
+    bool ensure_session() {
+        while (running()) {
+            if (client_ && client_->session_id()) {
+                return true;
+            }
+            client_ = std::make_unique<rc::Client>(client_options(options_, rng_()));
+            auto opened =
+                client_->open_session(std::chrono::milliseconds(options_.session_timeout_ms));
+            if (opened.ok()) {
+                return true;
+            }
+            std::this_thread::sleep_for(100ms);
+        }
+        return false;
+    }
+
+    // Drops the client; the session, if any, ends when its timeout passes on the cluster.
+    void abandon_session() {
+        if (client_) {
+            (void)client_->close_session();  // best effort: a lost session is gone anyway
+        }
+        client_.reset();
+    }
+
+    int64_t invoke(const std::string& f, const std::string& key, const nlohmann::json& value) {
+        return history_.record(process_, "invoke", f, key, value);
+    }
+    void ok(const std::string& f, const std::string& key, const nlohmann::json& value) {
+        history_.record(process_, "ok", f, key, value);
+        ++totals_.ok;
+    }
+    void fail(const std::string& f,
+              const std::string& key,
+              const nlohmann::json& value,
+              const std::string& error) {
+        history_.record(process_, "fail", f, key, value, error);
+        ++totals_.fail;
+    }
+    // The outcome is unknown: this process is done, the worker goes on as a new one.
+    void info(const std::string& f,
+              const std::string& key,
+              const nlohmann::json& value,
+              const std::string& error) {
+        history_.record(process_, "info", f, key, value, error);
+        ++totals_.info;
+        process_ += options_.processes;
+    }
+    void complete_error(const std::string& f,
+                        const std::string& key,
+                        const nlohmann::json& value,
+                        const rc::Error& error) {
+        const std::string name(rc::to_string(error.code));
+        if (definitely_failed(error.code)) {
+            fail(f, key, value, name);
+        } else {
+            info(f, key, value, name);
+        }
+        if (session_gone(error.code)) {
+            abandon_session();
+        }
+    }
+
+    const WorkloadOptions& options_;
+    const uint32_t worker_;
+    HistoryRecorder& history_;
+    WorkloadTotals& totals_;
+    std::mt19937_64 rng_;
+    uint64_t process_;
+    std::unique_ptr<rc::Client> client_;
+};
+
+// --- register ----------------------------------------------------------------------------------
+
+nlohmann::json register_value(const std::string& data) {
+    return data.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::stoll(data));
+}
+
+void register_read(Worker& w, const std::string& key) {
+    w.invoke("read", key, nullptr);
+    auto got = w.client_->get(key_path(std::stoul(key.substr(1))));
+    if (got.ok()) {
+        w.ok("read", key, register_value(got->data));
+    } else {
+        w.complete_error("read", key, nullptr, got.error());
+    }
+}
+
+void register_write(Worker& w, const std::string& key, int64_t value) {
+    w.invoke("write", key, value);
+    auto set = w.client_->set(key_path(std::stoul(key.substr(1))), std::to_string(value));
+    if (set.ok()) {
+        w.ok("write", key, value);
+    } else {
+        w.complete_error("write", key, value, set.error());
+    }
+}
+
+void register_cas(Worker& w, const std::string& key, int64_t from, int64_t to) {
+    const nlohmann::json value = {from, to};
+    const std::string path = key_path(std::stoul(key.substr(1)));
+    w.invoke("cas", key, value);
+    auto got = w.client_->get(path);
+    if (!got.ok()) {
+        w.fail("cas", key, value, std::string(rc::to_string(got.error().code)));  // nothing sent
+        return;
+    }
+    if (register_value(got->data) != nlohmann::json(from)) {
+        w.fail("cas", key, value, "mismatch");  // observed another value within the operation
+        return;
+    }
+    auto set = w.client_->set(path, std::to_string(to), {.version = got->stat.version});
+    if (set.ok()) {
+        w.ok("cas", key, value);
+    } else {
+        w.complete_error("cas", key, value, set.error());
+    }
+}
+
+void run_register(Worker& w) {
+    std::uniform_int_distribution<uint32_t> pick_key(0, w.options_.keys - 1);
+    std::uniform_int_distribution<int64_t> pick_value(0, kValuesMax - 1);
+    std::uniform_int_distribution<int> pick_op(0, 3);
+    while (w.running()) {
+        w.pace();
+        if (!w.running() || !w.ensure_session()) {
+            break;
+        }
+        const std::string key = "k" + std::to_string(pick_key(w.rng_));
+        switch (pick_op(w.rng_)) {
+            case 0:
+            case 1:
+                register_read(w, key);
+                break;
+            case 2:
+                register_write(w, key, pick_value(w.rng_));
+                break;
+            default:
+                register_cas(w, key, pick_value(w.rng_), pick_value(w.rng_));
+        }
+    }
+}
+
+// --- lock --------------------------------------------------------------------------------------
+
+// A worker's lease and how many fenced writes it still makes under it.
+struct Holding {
+    rc::Lease lease;
+    int writes_left = 0;
+};
+
+// The safe-until deadline has passed (or the session ended): the cluster may already have handed
+// the lock to someone else. The worker stops using it at once; in the history that is a release
+// whose outcome is unknown, invoked at the deadline — the last moment the worker could be sure it
+// held the lock — so the checker may place the cluster's expiry anywhere after it.
+bool lease_lost(Worker& w, const Holding& holding) {
+    if (w.options_.unfenced) {
+        return false;  // the negative control trusts its lease forever
+    }
+    const auto safe_until = w.client_ ? w.client_->safe_until() : std::nullopt;
+    const int64_t now = monotonic_ns();
+    if (safe_until && to_ns(*safe_until) > now) {
+        return false;
+    }
+    const int64_t at = safe_until ? std::min(to_ns(*safe_until), now) : now;
+    HistoryEvent release{.process = w.process_,
+                         .type = "invoke",
+                         .f = "release",
+                         .key = w.options_.lock_name,
+                         .value = holding.lease.token};
+    w.history_.record_at(at, release);
+    release.type = "info";
+    release.error = "lease_lost";
+    w.history_.record_at(now, release);
+    ++w.totals_.info;
+    w.process_ += w.options_.processes;
+    w.abandon_session();
+    return true;
+}
+
+void lock_acquire(Worker& w, std::optional<Holding>& holding) {
+    const std::string& lock = w.options_.lock_name;
+    w.invoke("acquire", lock, nullptr);
+    auto lease = w.client_->acquire(lock, {.wait = 1s});
+    if (lease.ok()) {
+        w.ok("acquire", lock, lease->token);
+        holding = Holding{*lease, std::uniform_int_distribution<int>(1, 3)(w.rng_)};
+        return;
+    }
+    w.complete_error("acquire", lock, nullptr, lease.error());
+    if (!definitely_failed(lease.error().code)) {
+        // A grant may have raced the failure; ending the session releases it.
+        w.abandon_session();
+    }
+}
+
+void lock_write(Worker& w, Holding& holding) {
+    const std::string& lock = w.options_.lock_name;
+    const nlohmann::json value = {holding.lease.token, holding.writes_left};
+    rc::WriteOptions write;
+    if (!w.options_.unfenced) {
+        write.fence = rc::Fence{lock, holding.lease.token};
+    }
+    --holding.writes_left;
+    w.invoke("fenced-write", lock, value);
+    auto set = w.client_->set(kResource, std::to_string(holding.lease.token), write);
+    if (set.ok()) {
+        w.ok("fenced-write", lock, value);
+    } else {
+        w.complete_error("fenced-write", lock, value, set.error());
+    }
+}
+
+void lock_release(Worker& w, std::optional<Holding>& holding) {
+    const std::string& lock = w.options_.lock_name;
+    const int64_t token = static_cast<int64_t>(holding->lease.token);
+    w.invoke("release", lock, token);
+    auto released = w.client_->release(holding->lease);
+    holding.reset();
+    if (released.ok()) {
+        w.ok("release", lock, token);
+        return;
+    }
+    // Not the holder any more: the session ended after the release was invoked (lease_lost ran
+    // just before), so the release "happened" by expiry at an unknown moment.
+    const rc::ErrorCode code = released.error().code;
+    if (code == rc::ErrorCode::kNotLockHolder || session_gone(code)) {
+        w.info("release", lock, token, std::string(rc::to_string(code)));
+        w.abandon_session();
+        return;
+    }
+    w.complete_error("release", lock, token, released.error());
+}
+
+void run_lock(Worker& w) {
+    std::optional<Holding> holding;
+    while (w.running()) {
+        w.pace();
+        if (holding && (!w.client_ || lease_lost(w, *holding))) {
+            holding.reset();
+        }
+        if (!w.running() || !w.ensure_session()) {
+            break;
+        }
+        if (!holding) {
+            lock_acquire(w, holding);
+        } else if (holding->writes_left > 0) {
+            lock_write(w, *holding);
+        } else {
+            lock_release(w, holding);
+        }
+    }
+    // Other workers' acquires may still be waiting for this lock: the release that grants them
+    // belongs in the history.
+    if (holding && w.client_ && !lease_lost(w, *holding)) {
+        lock_release(w, holding);
+    }
+}
+
+}  // namespace
+
+bool prepare_workload(const WorkloadOptions& options, std::string& error) {
+    rc::Client client(client_options(options, options.seed));
+    auto opened = client.open_session(10s);
+    if (!opened.ok()) {
+        error = rc::to_string(opened.error());
+        return false;
+    }
+    std::vector<std::string> paths = {kRoot, kResource};
+    for (uint32_t k = 0; k < options.keys; ++k) {
+        paths.push_back(key_path(k));
+    }
+    for (const std::string& path : paths) {
+        auto created = client.create(path, "");
+        if (!created.ok() && created.error().code != rc::ErrorCode::kNodeExists) {
+            error = "create " + path + ": " + rc::to_string(created.error());
+            return false;
+        }
+    }
+    (void)client.close_session();
+    return true;
+}
+
+void run_worker(const WorkloadOptions& options,
+                uint32_t worker,
+                HistoryRecorder& history,
+                WorkloadTotals& totals) {
+    Worker w(options, worker, history, totals);
+    if (options.workload == "register") {
+        run_register(w);
+    } else {
+        run_lock(w);
+    }
+    w.abandon_session();
+}
+
+}  // namespace raftlock::jepsen

@@ -1,0 +1,55 @@
+#pragma once
+
+// The harness's client workloads (issue 6). Each worker thread is one Jepsen "process" at a time:
+// it runs one operation after another through its own raftlock::client::Client and records each
+// as invoke + ok / fail / info. After an `info` (outcome unknown) the worker continues as a new
+// process, as in Jepsen, so no process ever has two operations open.
+//
+//   register  read / write / cas on the data of nodes /jepsen/k<i> (the checker's kv model);
+//             cas is a linearizable get followed by set(version), so it happens only if nothing
+//             changed the node in between
+//   lock      acquire / fenced-write / release of one lock (the fenced mutex model): a holder
+//             writes /jepsen/resource with its (lock, token) fence, then releases
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "client/endpoints.h"
+#include "jepsen/client/history_recorder.h"
+
+namespace raftlock::jepsen {
+
+struct WorkloadOptions {
+    std::vector<client::Endpoint> endpoints;
+    std::string workload;  // register | lock
+    uint32_t processes = 5;
+    uint32_t keys = 3;
+    double rate = 100;  // operations per second, over all workers
+    uint64_t seed = 1;
+    int64_t deadline_ns = 0;  // CLOCK_MONOTONIC: no operation starts after it
+    uint32_t session_timeout_ms = 3000;
+    uint32_t request_timeout_ms = 3000;
+    std::string lock_name = "jepsen-lock";
+    // Negative control: lock holders write without a fence and ignore safe-until, as a client of
+    // a lock service without fencing would. Expect the checker to find stale writes.
+    bool unfenced = false;
+};
+
+struct WorkloadTotals {
+    std::atomic<uint64_t> ok{0};
+    std::atomic<uint64_t> fail{0};
+    std::atomic<uint64_t> info{0};
+};
+
+// Creates the nodes the workload needs (not recorded in the history). False when the cluster
+// could not be reached in time.
+bool prepare_workload(const WorkloadOptions& options, std::string& error);
+
+// One worker's whole run, until options.deadline_ns.
+void run_worker(const WorkloadOptions& options,
+                uint32_t worker,
+                HistoryRecorder& history,
+                WorkloadTotals& totals);
+
+}  // namespace raftlock::jepsen
