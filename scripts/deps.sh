@@ -9,7 +9,7 @@ packages=(
     clang-format nlohmann-json3-dev
     libcli11-dev libtomlplusplus-dev libspdlog-dev clang libclang-rt-14-dev
     # jepsen/run: network namespaces, veth and bridges (iproute2), partitions (nftables)
-    iproute2 nftables python3
+    iproute2 nftables python3 gnuplot-nox faketime
 )
 
 missing=()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <thread>
@@ -18,6 +19,8 @@ namespace rc = raftlock::client;
 
 constexpr const char* kRoot = "/jepsen";
 constexpr const char* kResource = "/jepsen/resource";
+constexpr const char* kSequentialParent = "/jepsen/seq";
+constexpr const char* kEphemeralParent = "/jepsen/eph";
 constexpr int64_t kValuesMax = 5;  // register values are 0..4: small, so cas often matches
 
 std::string key_path(uint32_t key) {
@@ -354,6 +357,153 @@ void run_lock(Worker& w) {
     }
 }
 
+// --- sequential --------------------------------------------------------------------------------
+
+// The number ZooKeeper appends to a sequential node's name: its last 10 digits.
+std::optional<int64_t> sequence_number(const std::string& path) {
+    if (path.size() < 10) {
+        return std::nullopt;
+    }
+    const std::string digits = path.substr(path.size() - 10);
+    if (digits.find_first_not_of("0123456789") != std::string::npos) {
+        return std::nullopt;
+    }
+    return std::stoll(digits);
+}
+
+void run_sequential(Worker& w) {
+    const std::string key = kSequentialParent;
+    const std::string prefix = key + "/n-";
+    while (w.running()) {
+        w.pace();
+        if (!w.running() || !w.ensure_session()) {
+            break;
+        }
+        w.invoke("create", key, nullptr);
+        auto created = w.client_->create(prefix, "", {.kind = rc::NodeKind::kEphemeralSequential});
+        if (!created.ok()) {
+            w.complete_error("create", key, nullptr, created.error());
+            continue;
+        }
+        const std::optional<int64_t> number = sequence_number(created->path);
+        if (!number) {
+            // Not a history event: the server broke the naming contract outright.
+            w.info("create", key, nullptr, "bad sequential name " + created->path);
+            continue;
+        }
+        w.ok("create", key, *number);
+    }
+}
+
+// --- sessions ----------------------------------------------------------------------------------
+
+// Paths of the ephemeral nodes made so far, for the other workers to read.
+class PathBoard {
+public:
+    void add(std::string path) {
+        std::lock_guard lock(mutex_);
+        if (paths_.size() >= kPathsMax) {
+            paths_.erase(paths_.begin());  // old sessions are done: read the recent ones
+        }
+        paths_.push_back(std::move(path));
+    }
+    std::optional<std::string> pick(std::mt19937_64& rng) const {
+        std::lock_guard lock(mutex_);
+        if (paths_.empty()) {
+            return std::nullopt;
+        }
+        return paths_[std::uniform_int_distribution<size_t>(0, paths_.size() - 1)(rng)];
+    }
+
+private:
+    static constexpr size_t kPathsMax = 64;
+    mutable std::mutex mutex_;
+    std::vector<std::string> paths_;
+};
+
+PathBoard& path_board() {
+    static PathBoard board;
+    return board;
+}
+
+// Reads another (or this) session's ephemeral node: its data, or null when it does not exist.
+void sessions_read(Worker& w) {
+    const std::optional<std::string> path = path_board().pick(w.rng_);
+    if (!path || !w.ensure_session()) {
+        return;
+    }
+    w.invoke("read", *path, nullptr);
+    auto got = w.client_->get(*path);
+    if (got.ok()) {
+        w.ok("read", *path, got->data);
+    } else if (got.error().code == rc::ErrorCode::kNoNode) {
+        w.ok("read", *path, nullptr);
+    } else {
+        w.complete_error("read", *path, nullptr, got.error());
+    }
+}
+
+// One session's life: open, create its ephemeral node, maybe delete it, then close or abandon
+// (expiry). In between, this worker reads other sessions' nodes.
+void sessions_cycle(Worker& w, uint64_t generation) {
+    const std::string key = std::string(kEphemeralParent) + "/w" + std::to_string(w.worker_) + "-" +
+                            std::to_string(generation);
+    auto owner = std::make_unique<rc::Client>(client_options(w.options_, w.rng_()));
+    w.invoke("open", key, nullptr);
+    auto opened = owner->open_session(std::chrono::milliseconds(w.options_.session_timeout_ms));
+    if (!opened.ok()) {
+        w.complete_error("open", key, nullptr, opened.error());
+        return;  // an unknown open leaves its session to expire
+    }
+    w.ok("open", key, static_cast<int64_t>(*opened));
+    w.invoke("create", key, nullptr);
+    auto created = owner->create(key, "x", {.kind = rc::NodeKind::kEphemeral});
+    if (created.ok()) {
+        w.ok("create", key, nullptr);
+        path_board().add(key);
+    } else {
+        w.complete_error("create", key, nullptr, created.error());
+    }
+    std::uniform_int_distribution<int> reads(1, 4);
+    for (int i = reads(w.rng_); i > 0 && w.running(); --i) {
+        w.pace();
+        sessions_read(w);
+    }
+    if (created.ok() && std::uniform_int_distribution<int>(0, 3)(w.rng_) == 0) {
+        w.invoke("delete", key, nullptr);
+        auto removed = owner->remove(key);
+        if (removed.ok()) {
+            w.ok("delete", key, nullptr);
+        } else {
+            w.complete_error("delete", key, nullptr, removed.error());
+        }
+    }
+    if (std::uniform_int_distribution<int>(0, 2)(w.rng_) == 0) {
+        // Abandoned: keepalives stop and the cluster expires the session some time later.
+        w.invoke("expire", key, nullptr);
+        owner.reset();
+        w.info("expire", key, nullptr, "abandoned");
+        return;
+    }
+    w.invoke("close", key, nullptr);
+    auto closed = owner->close_session();
+    if (closed.ok()) {
+        w.ok("close", key, nullptr);
+    } else {
+        w.complete_error("close", key, nullptr, closed.error());
+    }
+}
+
+void run_sessions(Worker& w) {
+    for (uint64_t generation = 0; w.running(); ++generation) {
+        w.pace();
+        if (!w.running()) {
+            break;
+        }
+        sessions_cycle(w, generation);
+    }
+}
+
 }  // namespace
 
 bool prepare_workload(const WorkloadOptions& options, std::string& error) {
@@ -363,7 +513,7 @@ bool prepare_workload(const WorkloadOptions& options, std::string& error) {
         error = rc::to_string(opened.error());
         return false;
     }
-    std::vector<std::string> paths = {kRoot, kResource};
+    std::vector<std::string> paths = {kRoot, kResource, kSequentialParent, kEphemeralParent};
     for (uint32_t k = 0; k < options.keys; ++k) {
         paths.push_back(key_path(k));
     }
@@ -385,8 +535,12 @@ void run_worker(const WorkloadOptions& options,
     Worker w(options, worker, history, totals);
     if (options.workload == "register") {
         run_register(w);
-    } else {
+    } else if (options.workload == "lock") {
         run_lock(w);
+    } else if (options.workload == "sequential") {
+        run_sequential(w);
+    } else {
+        run_sessions(w);
     }
     w.abandon_session();
 }

@@ -10,6 +10,11 @@
 //             changed the node in between
 //   lock      acquire / fenced-write / release of one lock (the fenced mutex model): a holder
 //             writes /jepsen/resource with its (lock, token) fence, then releases
+//   sequential  ephemeral-sequential creates under /jepsen/seq (the sequential model: numbers
+//             strictly increase in real time, no duplicates)
+//   sessions  each worker opens a session, creates its ephemeral node /jepsen/eph/w<i>-<n>,
+//             reads other sessions' nodes, maybe deletes its own, then closes the session or
+//             abandons it to expiry (the sessions model: a node lives only in a live session)
 
 #include <atomic>
 #include <cstdint>
@@ -22,7 +27,7 @@ namespace raftlock::jepsen {
 
 struct WorkloadOptions {
     std::vector<client::Endpoint> endpoints;
-    std::string workload;  // register | lock
+    std::string workload;  // register | lock | sequential | sessions
     uint32_t processes = 5;
     uint32_t keys = 3;
     double rate = 100;  // operations per second, over all workers
