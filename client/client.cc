@@ -140,6 +140,7 @@ void Client::Impl::run_on_network(const std::function<void()>& task) {
 }
 
 void Client::Impl::on_connected() {
+    connections_.fetch_add(1, std::memory_order_relaxed);
     keeper_.on_connected();
     watcher_.on_connected();
 }
@@ -235,6 +236,10 @@ ClientResult<Done> Client::close_session() {
 
 std::optional<SessionId> Client::session_id() const {
     return impl_->keeper().id();
+}
+
+uint64_t Client::connection_count() const {
+    return impl_->connection_count();
 }
 
 std::optional<SteadyTime> Client::safe_until() const {

@@ -113,6 +113,10 @@ public:
     // Asks exactly this endpoint (not necessarily one of ours) about itself.
     ClientResult<NodeStatus> node_status(const Endpoint& endpoint);
     ClientResult<std::vector<SessionInfo>> list_sessions();
+    // How many connections the client has made so far (1 after the first). Persistent watches
+    // do not replay changes made while no connection was up, so a watch callback that sees this
+    // number change knows events before it may be missing.
+    uint64_t connection_count() const;
 
     class Impl;
 

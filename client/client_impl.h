@@ -4,6 +4,7 @@
 // routes network events to the session keeper and the watcher. Internal to the library; the
 // public methods live in client.cc (sessions, cluster), client_locks.cc and client_nodes.cc.
 
+#include <atomic>
 #include <functional>
 #include <optional>
 
@@ -40,6 +41,7 @@ public:
     SessionKeeper& keeper() { return keeper_; }
     Watcher& watcher() { return watcher_; }
     Core& core() { return core_; }
+    uint64_t connection_count() const { return connections_.load(std::memory_order_relaxed); }
 
     // CoreListener (network thread).
     void before_send(proto::Request& request) override { keeper_.before_send(request); }
@@ -50,6 +52,9 @@ public:
 
 private:
     ClientOptions options_;
+    // Connections made so far; written on the network thread before it handles anything that
+    // arrives on the new connection, so a callback there sees the connection its event came on.
+    std::atomic<uint64_t> connections_{0};
     SessionKeeper keeper_;
     Watcher watcher_;
     // Last: destroyed first, so the network thread is joined before the parts it calls go.

@@ -1,8 +1,8 @@
 // raftlock-jepsen-client: the client side of a jepsen/run harness run. Runs one workload against a
 // cluster with N worker threads for a while and writes the history (DESIGN.md §6).
 //
-//   raftlock-jepsen-client --endpoints LIST --workload register|lock|sequential|sessions --out
-//   history.jsonl
+//   raftlock-jepsen-client --endpoints LIST --workload register|lock|sequential|sessions|watch
+//   --out history.jsonl
 //       [--processes 5] [--time 30] [--rate 100] [--keys 3] [--seed 1] [--origin-ns NS]
 //       [--session-timeout-ms 3000] [--unfenced]
 //
@@ -27,9 +27,9 @@ int main(int argc, char** argv) {
     double seconds = 30;
     int64_t origin_ns = 0;
     app.add_option("--endpoints", endpoints, "host:port,... of the cluster")->required();
-    app.add_option("--workload", options.workload, "register, lock, sequential or sessions")
+    app.add_option("--workload", options.workload, "register, lock, sequential, sessions or watch")
         ->required()
-        ->check(CLI::IsMember({"register", "lock", "sequential", "sessions"}));
+        ->check(CLI::IsMember({"register", "lock", "sequential", "sessions", "watch"}));
     app.add_option("--out", out, "history.jsonl to write")->required();
     app.add_option("--processes", options.processes, "worker threads")
         ->check(CLI::Range(1, 256))
@@ -74,11 +74,13 @@ int main(int argc, char** argv) {
     for (std::thread& t : workers) {
         t.join();
     }
+    const size_t watch_events = finish_workload(history);
     if (!history.write(out)) {
         fmt::print(stderr, "raftlock-jepsen-client: cannot write {}\n", out);
         return 1;
     }
-    fmt::print("{} workload: {} events, ok {} fail {} info {} -> {}\n", options.workload,
-               history.size(), totals.ok.load(), totals.fail.load(), totals.info.load(), out);
+    fmt::print("{} workload: {} events, ok {} fail {} info {}, watch events {} -> {}\n",
+               options.workload, history.size(), totals.ok.load(), totals.fail.load(),
+               totals.info.load(), watch_events, out);
     return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,10 @@ constexpr const char* kRoot = "/jepsen";
 constexpr const char* kResource = "/jepsen/resource";
 constexpr const char* kSequentialParent = "/jepsen/seq";
 constexpr const char* kEphemeralParent = "/jepsen/eph";
+// Watch chains are processes of their own, numbered far above the workers' (which grow by
+// `processes` after every info): 1,000,000 + watcher * 100,000 + chain.
+constexpr uint64_t kChainProcessBase = 1'000'000;
+constexpr uint64_t kChainsPerWatcher = 100'000;
 constexpr int64_t kValuesMax = 5;  // register values are 0..4: small, so cas often matches
 
 std::string key_path(uint32_t key) {
@@ -504,6 +509,129 @@ void run_sessions(Worker& w) {
     }
 }
 
+// --- watch -------------------------------------------------------------------------------------
+
+// What the watch workload saw, turned into history events once every worker is done: the change
+// that preceded each write (from the writers) and each event delivered (to the watchers).
+class WatchLog {
+public:
+    struct Delivery {
+        int64_t time_ns = 0;
+        uint32_t watcher = 0;
+        uint64_t connection = 0;  // Client::connection_count() when the event arrived
+        std::string path;
+        uint64_t zxid = 0;
+    };
+
+    void link(const std::string& path, uint64_t zxid, uint64_t previous_zxid) {
+        std::lock_guard lock(mutex_);
+        previous_[{path, zxid}] = previous_zxid;
+    }
+    void deliver(Delivery delivery) {
+        std::lock_guard lock(mutex_);
+        if (deliveries_.size() < HistoryRecorder::kEventsMax) {
+            deliveries_.push_back(std::move(delivery));
+        }
+    }
+
+    // Every delivery as a history event {"type":"event","f":"watch","value":[zxid, prev]}. A
+    // chain (a process of its own) is one watcher's events on one path over one connection; a
+    // new chain starts after a reconnect (persistent watches do not replay what was missed), at
+    // an inferred event (zxid 0), and at a change whose predecessor no writer saw (an unknown
+    // write that took effect), since those have no known prev to check.
+    void emit(HistoryRecorder& history) const {
+        std::lock_guard lock(mutex_);
+        struct Chain {
+            uint64_t process = 0;
+            uint64_t connection = 0;
+        };
+        std::map<std::pair<uint32_t, std::string>, Chain> chains;
+        std::map<uint32_t, uint64_t> chains_made;
+        for (const Delivery& d : deliveries_) {
+            const auto link = previous_.find({d.path, d.zxid});
+            const bool known = d.zxid != 0 && link != previous_.end();
+            auto [it, fresh] = chains.try_emplace({d.watcher, d.path});
+            if (fresh || !known || it->second.connection != d.connection) {
+                const uint64_t n = chains_made[d.watcher]++;
+                it->second =
+                    Chain{kChainProcessBase + d.watcher * kChainsPerWatcher + n, d.connection};
+            }
+            const uint64_t previous = known ? link->second : 0;
+            history.record_at(d.time_ns, HistoryEvent{.process = it->second.process,
+                                                      .type = "event",
+                                                      .f = "watch",
+                                                      .key = d.path,
+                                                      .value = {d.zxid, previous}});
+        }
+    }
+    size_t deliveries() const {
+        std::lock_guard lock(mutex_);
+        return deliveries_.size();
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::map<std::pair<std::string, uint64_t>, uint64_t> previous_;  // (path, zxid) -> prev
+    std::vector<Delivery> deliveries_;
+};
+
+WatchLog& watch_log() {
+    static WatchLog log;
+    return log;
+}
+
+// A write that knows what it replaced: get, then set with the version read, so the change it
+// makes follows exactly the change it read (its mzxid).
+void watch_write(Worker& w, const std::string& key, int64_t value) {
+    const std::string path = key_path(std::stoul(key.substr(1)));
+    w.invoke("write", key, value);
+    auto got = w.client_->get(path);
+    if (!got.ok()) {
+        w.fail("write", key, value, std::string(rc::to_string(got.error().code)));
+        return;
+    }
+    auto set = w.client_->set(path, std::to_string(value), {.version = got->stat.version});
+    if (!set.ok()) {
+        w.complete_error("write", key, value, set.error());
+        return;
+    }
+    watch_log().link(path, set->mzxid, got->stat.mzxid);
+    w.ok("write", key, value);
+}
+
+void run_watch_writer(Worker& w) {
+    std::uniform_int_distribution<uint32_t> pick_key(0, w.options_.keys - 1);
+    for (int64_t n = 1; w.running(); ++n) {
+        w.pace();
+        if (!w.running() || !w.ensure_session()) {
+            break;
+        }
+        watch_write(w, "k" + std::to_string(pick_key(w.rng_)), w.worker_ * 1'000'000'000LL + n);
+    }
+}
+
+// Holds a persistent watch on every key until the run ends, plus a moment for the last events.
+void run_watcher(Worker& w) {
+    auto client = std::make_unique<rc::Client>(client_options(w.options_, w.rng_()));
+    rc::Client* raw = client.get();
+    const uint32_t watcher = w.worker_;
+    for (uint32_t k = 0; k < w.options_.keys && w.running(); ++k) {
+        const std::string path = key_path(k);
+        auto callback = [raw, watcher, path](const rc::WatchEvent& e) {
+            if (e.type == rc::EventType::kNodeDataChanged) {
+                watch_log().deliver(
+                    {monotonic_ns(), watcher, raw->connection_count(), path, e.zxid});
+            }
+        };
+        while (w.running() && !raw->add_watch(path, false, callback).ok()) {
+            std::this_thread::sleep_for(100ms);
+        }
+    }
+    while (monotonic_ns() < w.options_.deadline_ns + 1'000'000'000) {
+        std::this_thread::sleep_for(50ms);
+    }
+}
+
 }  // namespace
 
 bool prepare_workload(const WorkloadOptions& options, std::string& error) {
@@ -528,6 +656,11 @@ bool prepare_workload(const WorkloadOptions& options, std::string& error) {
     return true;
 }
 
+size_t finish_workload(HistoryRecorder& history) {
+    watch_log().emit(history);
+    return watch_log().deliveries();
+}
+
 void run_worker(const WorkloadOptions& options,
                 uint32_t worker,
                 HistoryRecorder& history,
@@ -537,6 +670,12 @@ void run_worker(const WorkloadOptions& options,
         run_register(w);
     } else if (options.workload == "lock") {
         run_lock(w);
+    } else if (options.workload == "watch") {
+        if (worker % 2 == 1) {
+            run_watcher(w);
+        } else {
+            run_watch_writer(w);
+        }
     } else if (options.workload == "sequential") {
         run_sequential(w);
     } else {

@@ -12,6 +12,9 @@
 //             writes /jepsen/resource with its (lock, token) fence, then releases
 //   sequential  ephemeral-sequential creates under /jepsen/seq (the sequential model: numbers
 //             strictly increase in real time, no duplicates)
+//   watch     odd workers hold persistent watches on /jepsen/k<i>; even workers write them
+//             (get, then set with that version, so each change's predecessor is known); the
+//             events must arrive per connection in zxid order, without gaps or duplicates
 //   sessions  each worker opens a session, creates its ephemeral node /jepsen/eph/w<i>-<n>,
 //             reads other sessions' nodes, maybe deletes its own, then closes the session or
 //             abandons it to expiry (the sessions model: a node lives only in a live session)
@@ -27,7 +30,7 @@ namespace raftlock::jepsen {
 
 struct WorkloadOptions {
     std::vector<client::Endpoint> endpoints;
-    std::string workload;  // register | lock | sequential | sessions
+    std::string workload;  // register | lock | sequential | sessions | watch
     uint32_t processes = 5;
     uint32_t keys = 3;
     double rate = 100;  // operations per second, over all workers
@@ -50,6 +53,10 @@ struct WorkloadTotals {
 // Creates the nodes the workload needs (not recorded in the history). False when the cluster
 // could not be reached in time.
 bool prepare_workload(const WorkloadOptions& options, std::string& error);
+
+// After every worker has returned: adds what only the whole run can tell (the watch events, whose
+// predecessors are known once every write has answered). Returns the watch events added.
+size_t finish_workload(HistoryRecorder& history);
 
 // One worker's whole run, until options.deadline_ns.
 void run_worker(const WorkloadOptions& options,
