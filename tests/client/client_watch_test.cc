@@ -73,6 +73,26 @@ TEST_CASE("a persistent recursive watch is re-added after a reconnect", "[client
     CHECK(count_body(server.received(), proto::Request::kRemoveWatch) == 1);
 }
 
+TEST_CASE("a watch callback sees the connection its event came on", "[client][watch]") {
+    // Declared before the client: its callbacks may run until the client is gone.
+    Signal<uint64_t> connections;
+    FakeServer server;
+    Client client(test_options({server.endpoint()}));
+    CHECK(client.connection_count() == 0);  // connects lazily
+    auto id = client.add_watch(
+        "/p", false, [&](const WatchEvent&) { connections.set(client.connection_count()); });
+    REQUIRE(id.ok());
+    CHECK(client.connection_count() == 1);
+    server.send(last_conn(server), watch_event("/p", proto::NODE_DATA_CHANGED, 3));
+    REQUIRE(connections.wait(1));
+    server.drop_connections();
+    REQUIRE(server.wait_until(has_body(proto::Request::kAddWatch, 2)));
+    server.send(last_conn(server), watch_event("/p", proto::NODE_DATA_CHANGED, 7));
+    REQUIRE(connections.wait(2));
+    // Events before and after the reconnect are told apart: a persistent watch's gap is visible.
+    CHECK(connections.values() == std::vector<uint64_t>{1, 2});
+}
+
 TEST_CASE("a one-shot watch reports a change that happened while disconnected", "[client][watch]") {
     std::atomic<uint64_t> mzxid{5};
     // Declared before the client: its callbacks may run until the client is gone.
