@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "server/negative_controls.h"
 #include "server/replica.h"
 #include "server/request_codec.h"
 #include "statemachine/codec.h"
@@ -160,6 +161,12 @@ bool Replica::propose_command(sm::Command command) {
 
 void Replica::add_read(net::ConnectionId conn, proto::Request&& request) {
     const ClientRef client{conn, request.request_id()};
+#ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
+    if (negative_controls::local_reads()) {
+        serve_read(client, request);
+        return;
+    }
+#endif
     next_batch_.reads.emplace_back(client, std::move(request));
 }
 
