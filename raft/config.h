@@ -34,6 +34,11 @@ struct Config {
 
     bool pre_vote = true;      // thesis §9.6: a partitioned node cannot disrupt a stable leader
     bool check_quorum = true;  // thesis §6.2: a leader without a quorum for a timeout steps down
+    // A follower drops local proposals (kProposalDropped) instead of forwarding them to the leader
+    // (etcd's DisableProposalForwarding). For an application whose proposals carry decisions only
+    // a current leader may make: the server stamps cluster time and expires sessions as leader,
+    // and must not have a deposed leader's proposal committed through its successor.
+    bool disable_proposal_forwarding = false;
 
     // The last index the application has applied, when restarting (0 for a new node).
     Index applied = 0;

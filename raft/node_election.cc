@@ -7,7 +7,7 @@ namespace raftlock::raft {
 
 void Raft::hup(bool transfer) {
     if (role_ == Role::kLeader || !promotable()) {
-        return;  // learners and removed nodes never campaign
+        return;  // learners and removed nodes never campaign (see promotable())
     }
     campaign(/*pre_vote=*/cfg_.pre_vote && !transfer, transfer);
 }

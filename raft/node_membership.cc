@@ -109,7 +109,8 @@ Status Raft::check_conf_change(const ConfChange& change, std::string* data) cons
 
 Status Raft::propose_conf_change(const ConfChange& change) {
     if (role_ != Role::kLeader) {
-        if (role_ == Role::kFollower && leader_id_ != kNoNode) {
+        if (role_ == Role::kFollower && leader_id_ != kNoNode &&
+            !cfg_.disable_proposal_forwarding) {
             // The leader recomputes the resulting configuration from its own log.
             std::vector<Entry> entries(1);
             entries[0].type = EntryType::kConfChange;

@@ -135,7 +135,21 @@ void Raft::become_leader() {
 }
 
 bool Raft::promotable() const {
-    return tracker_.is_voter(id_);
+    if (tracker_.is_voter(id_)) {
+        return true;
+    }
+    // Raft thesis §4.2.2: a server that is not part of its own latest configuration should still
+    // start elections while that configuration is uncommitted, since it may still be needed: its
+    // log may be the only one the new configuration's voters can elect. It campaigns for the new
+    // configuration's majority, which does not count its own vote (tally_votes counts the latest
+    // configuration's voters only).
+    if (log_confs_.empty() || log_confs_.rbegin()->first <= log_.committed()) {
+        return false;
+    }
+    // The configuration the uncommitted one replaces (one change at a time: the one before it).
+    const ConfState& previous =
+        log_confs_.size() >= 2 ? std::prev(log_confs_.end(), 2)->second : base_conf_;
+    return is_voter(previous, id_);
 }
 
 bool Raft::committed_in_current_term() const {
@@ -151,7 +165,7 @@ void Raft::tick() {
 }
 
 void Raft::tick_election() {
-    // Saturates: a learner or removed node ticks forever without campaigning.
+    // Saturates: a learner or removed node ticks forever without campaigning (promotable()).
     if (election_elapsed_ < std::numeric_limits<int>::max()) {
         ++election_elapsed_;
     }
@@ -396,6 +410,9 @@ Status Raft::propose(std::string data) {
     entries[0].data = std::move(data);
     if (role_ == Role::kLeader) {
         return append_proposal(std::move(entries));
+    }
+    if (cfg_.disable_proposal_forwarding) {
+        return Status(ErrorCode::kProposalDropped, "not the leader (forwarding is off)");
     }
     if (role_ == Role::kFollower && leader_id_ != kNoNode) {
         send(Message{

@@ -30,6 +30,7 @@ struct NodeSpec {
     Index commit = 1;
     bool pre_vote = false;
     bool check_quorum = false;
+    bool disable_proposal_forwarding = false;
     int election_tick = 10;
     int heartbeat_tick = 1;
     uint64_t seed = 1;
@@ -168,6 +169,7 @@ public:
         c.heartbeat_tick = spec.heartbeat_tick;
         c.pre_vote = spec.pre_vote;
         c.check_quorum = spec.check_quorum;
+        c.disable_proposal_forwarding = spec.disable_proposal_forwarding;
         c.applied = spec.commit;
         c.max_inflight_msgs = spec.max_inflight_msgs;
         c.max_size_per_msg_bytes = spec.max_size_per_msg_bytes;

@@ -1344,6 +1344,72 @@ TEST_CASE("a leader removed from the configuration steps down once the removal c
     CHECK(p.role() == Role::kFollower);
 }
 
+TEST_CASE(
+    "a server removed by an uncommitted configuration still campaigns, for the new majority "
+    "(§4.2.2)",
+    "[raft][paper][membership]") {
+    Peer p;
+    // Node 2 (term 2) appends the removal of node 1; only entry 1 is committed.
+    p.step(append_msg(2, 1, 2, 1, 1,
+                      {conf_entry(2, 2, {ConfChangeType::kRemoveNode, 1}, ConfState{{2, 3}, {}})},
+                      1));
+    p.drain();
+    REQUIRE(p.raft().conf_state() == ConfState{{2, 3}, {}});
+    REQUIRE(p.log().committed() == 1);
+    // Its log may be the only one 2 and 3 can elect, so it still campaigns, asking them alone.
+    for (int i = 0; i < 100 && p.role() != Role::kCandidate; ++i) {
+        p.tick();
+    }
+    REQUIRE(p.role() == Role::kCandidate);
+    const auto votes = of_type(p.drain(), MessageType::kVote);
+    INFO(dump(votes));
+    REQUIRE(votes.size() == 2);
+    CHECK(votes[0].to == 2);
+    CHECK(votes[1].to == 3);
+    // Its own vote is not part of the new configuration: one more grant is not a majority.
+    const Term term = p.raft().term();
+    p.step(vote_resp(3, 1, term, /*reject=*/false));
+    p.drain();
+    CHECK(p.role() == Role::kCandidate);
+    p.step(vote_resp(2, 1, term, /*reject=*/false));
+    p.drain();
+    CHECK(p.role() == Role::kLeader);
+}
+
+TEST_CASE("a follower forwards proposals to the leader unless forwarding is off",
+          "[raft][paper][propose]") {
+    for (const bool forwarding_off : {false, true}) {
+        NodeSpec spec;
+        spec.disable_proposal_forwarding = forwarding_off;
+        Peer p(spec);
+        p.step(append_msg(2, 1, 2, 1, 1, {}, 1));  // node 2 leads term 2
+        p.drain();
+        REQUIRE(p.raft().leader() == 2);
+        const Status proposed = p.node().propose("x");
+        const auto sent = of_type(p.drain(), MessageType::kPropose);
+        INFO("forwarding off: " << forwarding_off);
+        // Off: a deposed leader that still believes it leads cannot get its decision committed
+        // through its successor; the caller learns at once that nothing was proposed.
+        CHECK(proposed.ok() == !forwarding_off);
+        CHECK(sent.size() == (forwarding_off ? 0u : 1u));
+        CHECK(p.node().propose_conf_change({ConfChangeType::kAddLearner, 4}).ok() ==
+              !forwarding_off);
+    }
+}
+
+TEST_CASE("a server stops campaigning once its removal commits (§4.2.2)",
+          "[raft][paper][membership]") {
+    Peer p;
+    p.step(append_msg(2, 1, 2, 1, 1,
+                      {conf_entry(2, 2, {ConfChangeType::kRemoveNode, 1}, ConfState{{2, 3}, {}})},
+                      2));
+    p.drain();
+    REQUIRE(p.log().committed() == 2);
+    p.tick(100);
+    CHECK(p.role() == Role::kFollower);
+    CHECK(of_type(p.drain(), MessageType::kVote).empty());
+}
+
 TEST_CASE("a new configuration counts for commitment as soon as it is appended (§4.1)",
           "[raft][paper][membership]") {
     SECTION("an added voter must be part of the majority") {
