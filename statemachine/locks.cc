@@ -35,7 +35,21 @@ bool StateMachine::grantable(const Lock& lock, LockMode mode) const {
     if (lock.semaphore) {
         return lock.holders.size() < lock.permits;
     }
+    if (breaks_exclusion(lock, mode)) {
+        return true;
+    }
     return mode == LockMode::kShared && lock.mode == LockMode::kShared;
+}
+
+bool StateMachine::breaks_exclusion([[maybe_unused]] const Lock& lock,
+                                    [[maybe_unused]] LockMode mode) const {
+#ifdef RAFTLOCK_NEGATIVE_CONTROLS
+    return config_.negative_control_double_grant && !lock.semaphore &&
+           mode == LockMode::kExclusive && lock.mode == LockMode::kExclusive &&
+           lock.holders.size() == 1;
+#else
+    return false;
+#endif
 }
 
 void StateMachine::add_holder(const std::string& name,
@@ -46,7 +60,7 @@ void StateMachine::add_holder(const std::string& name,
                               Index zxid) {
     RL_ASSERT(zxid >= last_token_);
     RL_ASSERT(kind_matches(lock, mode, lock.permits));
-    if (!lock.holders.empty() && !lock.semaphore) {
+    if (!lock.holders.empty() && !lock.semaphore && !breaks_exclusion(lock, mode)) {
         RL_ASSERT(mode == LockMode::kShared);
         RL_ASSERT(lock.mode == LockMode::kShared);
     }

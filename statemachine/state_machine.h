@@ -234,6 +234,8 @@ private:
     Response cancel(SessionId session, const Cancel& op, Index zxid, ApplyResult& out);
     Response acquire_many(SessionId session, const AcquireMany& op, Index zxid);
     bool grantable(const Lock& lock, LockMode mode) const;
+    // The negative control of the unsafe build (Config); always false in a normal build.
+    bool breaks_exclusion(const Lock& lock, LockMode mode) const;
     static bool kind_matches(const Lock& lock, LockMode mode, uint32_t permits);
     void add_holder(const std::string& name,
                     Lock& lock,

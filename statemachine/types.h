@@ -119,6 +119,12 @@ struct Config {
     // Live sessions at most; OpenSession beyond it gets kLimitExceeded. A session holding one lock
     // costs about 700 bytes (docs/statemachine.md), so the default bounds them to about 1.4 GB.
     size_t sessions_max = 2000000;
+#ifdef RAFTLOCK_NEGATIVE_CONTROLS
+    // Negative control, compiled only into the simulator's unsafe build: an exclusive request is
+    // granted while one exclusive holder holds the lock (two exclusive holders), so the
+    // simulator's lock checks must report it.
+    bool negative_control_double_grant = false;
+#endif
 };
 
 std::string_view to_string(ErrorCode code);

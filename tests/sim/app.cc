@@ -7,6 +7,7 @@
 
 #include "raft/assert.h"
 #include "raft/conf_change.h"
+#include "statemachine/codec.h"
 
 namespace raftlock::sim {
 
@@ -39,7 +40,36 @@ uint64_t mix(uint64_t h, uint64_t v) {
     return h * 0xff51afd7ed558ccdULL;
 }
 
+// Snapshot data: the register records as text lines, then "M <bytes>" and the lock state
+// machine's own snapshot (binary) to the end.
+constexpr std::string_view kLockSnapshotMarker = "M";
+
 }  // namespace
+
+uint64_t mix_hash(uint64_t h, uint64_t v) {
+    return mix(h, v);
+}
+
+uint64_t empty_lock_state_hash() {
+    static const uint64_t hash = statemachine::StateMachine().state_hash();
+    return hash;
+}
+
+std::string wrap_lock_command(const statemachine::Command& command) {
+    auto bytes = statemachine::encode_command(command);
+    RL_ASSERT_MSG(bytes.ok(), "the simulator built an invalid lock command");
+    return kLockCommandTag + bytes.value();
+}
+
+uint64_t SimApp::digest() const {
+    return applied_ % kLockHashEveryEntries == 0 ? mix(digest_, lock_hash_) : digest_;
+}
+
+void SimApp::update_lock_hash() {
+    if (applied_ % kLockHashEveryEntries == 0) {
+        lock_hash_ = sm_.state_hash();
+    }
+}
 
 uint64_t hash_bytes(std::string_view bytes) {
     uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
@@ -85,10 +115,16 @@ std::optional<Command> decode_command(std::string_view data) {
     return c;
 }
 
-ApplyOutcome RegisterApp::apply(const raft::Entry& entry) {
+ApplyOutcome SimApp::apply(const raft::Entry& entry) {
     RL_ASSERT(entry.index == applied_ + 1);
     applied_ = entry.index;
     digest_ = fold_digest(digest_, entry);
+    ApplyOutcome out = apply_entry(entry);
+    update_lock_hash();
+    return out;
+}
+
+ApplyOutcome SimApp::apply_entry(const raft::Entry& entry) {
     ApplyOutcome out;
     if (entry.type == raft::EntryType::kConfChange) {
         auto record = raft::decode_conf_change(entry.data);
@@ -97,7 +133,14 @@ ApplyOutcome RegisterApp::apply(const raft::Entry& entry) {
         return out;
     }
     if (entry.data.empty()) {
-        return out;  // a leader's term-start entry
+        // A leader's term-start entry: the lock state machine sees it too (as the server's
+        // would), so its last_applied follows the log.
+        (void)sm_.apply(entry.index, "");
+        return out;
+    }
+    if (entry.data[0] == kLockCommandTag) {
+        out.lock = sm_.apply(entry.index, std::string_view(entry.data).substr(1));
+        return out;
     }
     out.command = decode_command(entry.data);
     RL_ASSERT_MSG(out.command.has_value(), "applied an entry the simulator never proposed");
@@ -126,7 +169,7 @@ ApplyOutcome RegisterApp::apply(const raft::Entry& entry) {
     return out;
 }
 
-std::optional<int64_t> RegisterApp::read(uint32_t key) const {
+std::optional<int64_t> SimApp::read(uint32_t key) const {
     auto it = registers_.find(key);
     if (it == registers_.end()) {
         return std::nullopt;
@@ -134,8 +177,9 @@ std::optional<int64_t> RegisterApp::read(uint32_t key) const {
     return it->second;
 }
 
-// Text, one record per line: "D <digest>", "R <key> <value>", "S <client> <seq> <ok>".
-std::string RegisterApp::snapshot_data() const {
+// Text, one record per line: "D <digest>", "R <key> <value>", "S <client> <seq> <ok>"; then
+// "M <n>" and the n bytes of the lock state machine's snapshot.
+std::string SimApp::snapshot_data() const {
     std::string out = fmt::format("D {}\n", digest_);
     for (const auto& [key, value] : registers_) {
         out += fmt::format("R {} {}\n", key, value);
@@ -143,14 +187,19 @@ std::string RegisterApp::snapshot_data() const {
     for (const auto& [client, s] : sessions_) {
         out += fmt::format("S {} {} {}\n", client, s.last_seq, s.last_ok ? 1 : 0);
     }
-    return out;
+    const std::string lock_state = sm_.snapshot();
+    out += fmt::format("{} {}\n", kLockSnapshotMarker, lock_state.size());
+    return out + lock_state;
 }
 
-std::optional<RegisterApp> RegisterApp::from_snapshot(raft::Index index, std::string_view data) {
-    RegisterApp app;
+std::optional<SimApp> SimApp::from_snapshot(raft::Index index,
+                                            std::string_view data,
+                                            const statemachine::Config& lock_config) {
+    SimApp app(lock_config);
     app.applied_ = index;
     bool have_digest = false;
-    while (!data.empty()) {
+    bool have_locks = false;
+    while (!data.empty() && !have_locks) {
         const size_t eol = data.find('\n');
         if (eol == std::string_view::npos) {
             return std::nullopt;
@@ -172,6 +221,17 @@ std::optional<RegisterApp> RegisterApp::from_snapshot(raft::Index index, std::st
             parse_number(f[2], &app.registers_[id])) {
             continue;
         }
+        size_t lock_bytes = 0;
+        if (f.size() == 2 && f[0] == kLockSnapshotMarker && parse_number(f[1], &lock_bytes)) {
+            if (lock_bytes != data.size() ||
+                app.sm_.restore(data) != statemachine::ErrorCode::kOk) {
+                return std::nullopt;
+            }
+            app.update_lock_hash();
+            data = {};
+            have_locks = true;
+            continue;
+        }
         Session s;
         int ok = 0;
         if (f.size() == 4 && f[0] == "S" && parse_number(f[1], &id) &&
@@ -182,7 +242,7 @@ std::optional<RegisterApp> RegisterApp::from_snapshot(raft::Index index, std::st
         }
         return std::nullopt;
     }
-    if (!have_digest) {
+    if (!have_digest || !have_locks || app.sm_.last_applied() > index) {
         return std::nullopt;
     }
     return app;

@@ -6,6 +6,7 @@
 #include "raft/conf_change.h"
 #include "raft/raft.h"
 #include "raft/text.h"
+#include "statemachine/text.h"
 
 namespace raftlock::sim {
 
@@ -17,11 +18,19 @@ constexpr uint64_t kTickUs = 10'000;
 // After the heal, a leader must be elected and a new command committed within this many ticks
 // (thirty election timeouts: generous, so only a real liveness bug trips it).
 constexpr uint64_t kLivenessTicks = 300;
-// Then every member must apply everything committed so far within this many ticks.
+// Then every member must apply everything committed so far within this many ticks of the last
+// progress any of them made, and within kSettleTicksMax in all.
 constexpr uint64_t kSettleTicks = 200;
+constexpr uint64_t kSettleTicksMax = 3000;
 constexpr uint32_t kClients = 3;
+constexpr uint32_t kLockClients = 3;
+// Each node's clock reads simulated time plus up to this much, so leaders stamp lock commands
+// with clocks that disagree (the state machine's cluster time is the maximum seen).
+constexpr uint64_t kClockOffsetMsMax = 200;
 // A run that schedules this many events is in a feedback loop; stop it as a failure.
 constexpr uint64_t kMaxEventsPerRun = 20'000'000;
+// The Rng stream of the storage faults (faults.h pick_storage_faults).
+constexpr uint64_t kStorageFaultStream = 16;
 
 uint64_t derive_seed(uint64_t seed, uint64_t stream) {
     Rng rng(seed ^ (stream * 0xd1b54a32d192ed03ULL));
@@ -66,6 +75,7 @@ NodeParams pick_node_params(Rng& rng, BreakControl control) {
     c.negative_controls.commit_earlier_terms_by_counting =
         control == BreakControl::kCommitEarlierTerms;
     c.negative_controls.skip_log_up_to_date_check = control == BreakControl::kNoLogCheck;
+    p.lock_config.negative_control_double_grant = control == BreakControl::kLockDoubleGrant;
 #else
     RL_ASSERT_MSG(control == BreakControl::kNone, "negative controls need the unsafe build");
 #endif
@@ -83,7 +93,8 @@ Cluster::Cluster(const SimOptions& options)
     : options_(options),
       trace_(options.trace, stdout, options.trace_capture),
       checker_(trace_),
-      nemesis_rng_(derive_seed(options.seed, 1)) {
+      nemesis_rng_(derive_seed(options.seed, 1)),
+      lock_checker_(checker_) {
     if (options_.steps == 0) {
         options_.steps = kDefaultSteps;
     }
@@ -92,11 +103,16 @@ Cluster::Cluster(const SimOptions& options)
     RL_ASSERT(founders_ == 3 || founders_ == 5);
     max_node_ = founders_ + 1;
     faults_ = pick_fault_profile(setup);
+    Rng storage_faults(derive_seed(options.seed, kStorageFaultStream));
+    pick_storage_faults(storage_faults, faults_);
     network_ = std::make_unique<Network>(derive_seed(options.seed, 2), max_node_);
     network_->set_profile(pick_network_profile(setup));
     ClusterAccess& access = *this;
     workload_ = std::make_unique<Workload>(derive_seed(options.seed, 3), kClients, access, checker_,
                                            trace_);
+    LockAccess& lock_access = *this;
+    lock_workload_ = std::make_unique<LockWorkload>(derive_seed(options.seed, 4), kLockClients,
+                                                    lock_access, trace_);
     setup_nodes(setup);
 }
 
@@ -122,7 +138,10 @@ void Cluster::setup_nodes(Rng& rng) {
     const raft::Bootstrap boot = raft::make_bootstrap(conf);
     checker_.on_bootstrap(boot.entry);
     NodeEnv& env = *this;
+    Rng clocks(derive_seed(options_.seed, 5));
     for (raft::NodeId id = 1; id <= max_node_; ++id) {
+        leader_sessions_.emplace_back();
+        clock_offset_ms_.push_back(static_cast<int64_t>(clocks.uniform(kClockOffsetMsMax + 1)));
         nodes_.push_back(std::make_unique<SimNode>(id, params, derive_seed(options_.seed, 100 + id),
                                                    env, checker_, trace_));
         const uint32_t drift = faults_.clock_drift_per_mille;
@@ -130,14 +149,15 @@ void Cluster::setup_nodes(Rng& rng) {
         tick_interval_us_.push_back(kTickUs * rate / 1000);
         next_downtime_us_.push_back(0);
         paused_until_us_.push_back(0);
-        trace_.log("n{}: tick every {}us{}", id, tick_interval_us_.back(),
-                   id <= founders_ ? "" : " (spare, not a member)");
+        trace_.log("n{}: tick every {}us, clock +{}ms{}", id, tick_interval_us_.back(),
+                   clock_offset_ms_.back(), id <= founders_ ? "" : " (spare, not a member)");
         if (id <= founders_) {
             node(id).bootstrap(boot);
         }
     }
     for (raft::NodeId id = 1; id <= max_node_; ++id) {
-        RL_ASSERT(node(id).start(raft_seed(id, 1)));  // no crashes before the first event
+        // No crashes before the first event, and every disk is intact.
+        RL_ASSERT(node(id).start(raft_seed(id, 1)) == StartResult::kStarted);
         queue_.schedule(rng.uniform(tick_interval_us_[id - 1]),
                         Event{.kind = EventKind::kTick, .node = id});
     }
@@ -146,6 +166,7 @@ void Cluster::setup_nodes(Rng& rng) {
 SimResult Cluster::run() {
     faults_end_us_ = options_.steps * kTickUs;
     workload_->start();
+    lock_workload_->start();
     schedule_nemesis();
     while (!finished()) {
         const Event event = queue_.pop();
@@ -156,6 +177,9 @@ SimResult Cluster::run() {
     final_checks();
     if (options_.history_capture != nullptr) {
         *options_.history_capture = workload_->history_jsonl();
+    }
+    if (options_.lock_history_capture != nullptr) {
+        *options_.lock_history_capture = lock_workload_->history_jsonl();
     }
     SimResult r;
     r.ok = !checker_.failed();
@@ -170,6 +194,12 @@ SimResult Cluster::run() {
     r.ops_ok = workload_->stats().ok;
     r.ops_fail = workload_->stats().fail;
     r.ops_info = workload_->stats().info;
+    r.lock_ops_ok = lock_workload_->stats().ok;
+    r.lock_ops_fail = lock_workload_->stats().fail;
+    r.lock_ops_info = lock_workload_->stats().info;
+    r.lock_grants = lock_checker_.grants();
+    r.lock_hand_offs = lock_checker_.hand_offs();
+    r.session_expiries = lock_checker_.expiries();
     if (phase_ == Phase::kSettle) {
         r.liveness_ticks = (settle_start_us_ - heal_start_us_) / kTickUs;
     }
@@ -226,7 +256,9 @@ bool Cluster::settled() {
         const raft::ConfState& conf = leader->raw().raft().conf_state();
         for (const auto& n : nodes_) {
             const bool member = raft::is_voter(conf, n->id()) || raft::is_learner(conf, n->id());
-            if (member && n->app().applied() < settle_index_) {
+            // A node that refused to start on a corrupt disk never catches up; the others are
+            // a majority of any configuration (act_corrupt_disk).
+            if (member && !n->refused() && n->app().applied() < settle_index_) {
                 lagging = n->id();
                 break;
             }
@@ -235,17 +267,35 @@ bool Cluster::settled() {
             trace_.log("settled: every member applied up to {}", settle_index_);
             return true;
         }
+        extend_settle_deadline(conf);
     }
     if (queue_.next_time_us() < settle_deadline_us_) {
         return false;
     }
     checker_.fail(fmt::format(
-        "liveness: {} within {} ticks of the first commit after the heal",
+        "liveness: {} within {} ticks of the members' last progress (at most {} ticks after the "
+        "first commit after the heal)",
         leader == nullptr ? "no leader"
                           : fmt::format("member n{} did not apply up to {} (it is at {})", lagging,
                                         settle_index_, node(lagging).app().applied()),
-        kSettleTicks));
+        kSettleTicks, kSettleTicksMax));
     return true;
+}
+
+void Cluster::extend_settle_deadline(const raft::ConfState& conf) {
+    // A member far behind (a long log, small messages, one in flight, no snapshots) catches up
+    // slowly but steadily; only one that stops making progress is left behind.
+    uint64_t progress = 0;
+    for (const auto& n : nodes_) {
+        if (raft::is_voter(conf, n->id()) || raft::is_learner(conf, n->id())) {
+            progress += std::min(n->app().applied(), settle_index_);
+        }
+    }
+    if (progress > settle_progress_) {
+        settle_progress_ = progress;
+        settle_deadline_us_ = std::min(queue_.now_us() + kSettleTicks * kTickUs,
+                                       settle_start_us_ + kSettleTicksMax * kTickUs);
+    }
 }
 
 void Cluster::handle(const Event& event) {
@@ -257,6 +307,8 @@ void Cluster::handle(const Event& event) {
                 trace_.log("n{} tick", n.id());
                 if (!n.tick()) {
                     on_node_crashed(n);
+                } else {
+                    lead_sessions(n);
                 }
             }
             break;
@@ -271,6 +323,9 @@ void Cluster::handle(const Event& event) {
             break;
         case EventKind::kClient:
             workload_->on_wake(event.arg, event.token);
+            break;
+        case EventKind::kLockClient:
+            lock_workload_->on_wake(event.arg);
             break;
         case EventKind::kNemesis:
             if (phase_ == Phase::kFaults) {
@@ -314,8 +369,18 @@ void Cluster::on_node_crashed(SimNode& n) {
 }
 
 void Cluster::restart(SimNode& n) {
-    if (!n.start(raft_seed(n.id(), n.incarnation() + 1))) {
-        on_node_crashed(n);
+    if (n.refused()) {
+        return;  // its disk is corrupt: down for good
+    }
+    switch (n.start(raft_seed(n.id(), n.incarnation() + 1))) {
+        case StartResult::kStarted:
+            break;
+        case StartResult::kCrashed:
+            on_node_crashed(n);
+            break;
+        case StartResult::kRefused:
+            trace_.log("n{} stays down for the rest of the run", n.id());
+            break;
     }
 }
 
@@ -339,8 +404,18 @@ void Cluster::final_checks() {
     if (checker_.failed()) {
         return;
     }
+    checker_.check_corruption_detected();
     for (auto& n : nodes_) {
-        checker_.audit_log(n->id(), n->disk().durable());
+        if (n->refused()) {
+            continue;
+        }
+        const Result<raft::MemoryStorage, storage::StorageError> durable = n->disk().read_durable();
+        if (!durable.ok()) {
+            checker_.fail(fmt::format("node {}'s disk fails verification at the end: {}", n->id(),
+                                      durable.error().message));
+            continue;
+        }
+        checker_.audit_log(n->id(), *durable);
     }
     workload_->finish();
 }
@@ -393,14 +468,25 @@ void Cluster::send(raft::NodeId from, std::vector<raft::Message>&& messages) {
     }
 }
 
-void Cluster::on_command_applied(raft::NodeId id, const ApplyOutcome& outcome, raft::Index index) {
-    workload_->on_command_applied(id, outcome, index);
+void Cluster::on_command_applied(raft::NodeId id,
+                                 const raft::Entry& entry,
+                                 const ApplyOutcome& outcome,
+                                 const SimApp& app) {
+    if (outcome.command) {
+        workload_->on_command_applied(id, outcome, entry.index);
+    }
+    if (outcome.lock && lock_checker_.on_applied(id, entry, *outcome.lock, app)) {
+        if (trace_.enabled()) {
+            trace_.log("lock result {}", statemachine::to_string(*outcome.lock));
+        }
+        lock_workload_->on_result(*outcome.lock);
+    }
 }
 
 void Cluster::on_read_served(raft::NodeId id,
                              const std::string& context,
                              raft::Index read_index,
-                             const RegisterApp& app) {
+                             const SimApp& app) {
     workload_->on_read_served(id, context, read_index, app);
 }
 
@@ -449,6 +535,50 @@ void Cluster::read_index(raft::NodeId id, std::string context) {
 
 void Cluster::wake_client(uint32_t client, uint64_t at_us, uint64_t token) {
     queue_.schedule(at_us, Event{.kind = EventKind::kClient, .arg = client, .token = token});
+}
+
+}  // namespace raftlock::sim
+
+namespace raftlock::sim {
+
+int64_t Cluster::node_clock_ms(raft::NodeId id) const {
+    return static_cast<int64_t>(queue_.now_us() / 1000) + clock_offset_ms_[id - 1];
+}
+
+raft::Status Cluster::propose_lock(raft::NodeId id, statemachine::Command command) {
+    command.time_ms = node_clock_ms(id);
+    if (trace_.enabled() && node(id).up()) {
+        trace_.log("n{} lock command {}", id, statemachine::to_string(command));
+    }
+    return propose(id, wrap_lock_command(command));
+}
+
+void Cluster::keepalive(raft::NodeId id, statemachine::SessionId session) {
+    SimNode& n = node(id);
+    if (!n.up() || paused(id) || n.raw().raft().role() != raft::Role::kLeader) {
+        return;  // only the leader tracks liveness; the client tries again soon
+    }
+    leader_sessions_[id - 1].keepalive(n.incarnation(), n.raw().raft().term(), session,
+                                       node_clock_ms(id));
+}
+
+void Cluster::wake_lock_client(uint32_t client, uint64_t at_us) {
+    queue_.schedule(at_us, Event{.kind = EventKind::kLockClient, .arg = client});
+}
+
+void Cluster::lead_sessions(SimNode& n) {
+    if (n.raw().raft().role() != raft::Role::kLeader) {
+        return;
+    }
+    const int64_t now_ms = node_clock_ms(n.id());
+    std::vector<statemachine::Command> commands = leader_sessions_[n.id() - 1].on_leader_tick(
+        n.incarnation(), n.raw().raft().term(), n.app().locks(), now_ms);
+    for (statemachine::Command& c : commands) {
+        if (!n.up()) {
+            return;  // crashed while proposing the previous one
+        }
+        (void)propose_lock(n.id(), std::move(c));
+    }
 }
 
 }  // namespace raftlock::sim

@@ -15,6 +15,8 @@
 #include "tests/sim/event_queue.h"
 #include "tests/sim/faults.h"
 #include "tests/sim/invariants.h"
+#include "tests/sim/lock_checker.h"
+#include "tests/sim/lock_workload.h"
 #include "tests/sim/network.h"
 #include "tests/sim/node.h"
 #include "tests/sim/sim.h"
@@ -23,7 +25,7 @@
 
 namespace raftlock::sim {
 
-class Cluster final : private NodeEnv, private ClusterAccess {
+class Cluster final : private NodeEnv, private ClusterAccess, private LockAccess {
 public:
     explicit Cluster(const SimOptions& options);
     ~Cluster() override;
@@ -44,6 +46,7 @@ private:
     void begin_heal();
     bool finished();
     bool settled();
+    void extend_settle_deadline(const raft::ConfState& conf);
     void final_checks();
     SimNode& node(raft::NodeId id);
     // The running (up, not paused) node with the highest term among those that believe they
@@ -66,6 +69,7 @@ private:
     void act_leader_churn(uint32_t repeat);
     void act_pause();
     void act_power_loss();
+    void act_corrupt_disk();
     bool paused(raft::NodeId id) const { return queue_.now_us() < paused_until_us_[id - 1]; }
     uint64_t pick_downtime_us();
     size_t down_count() const;
@@ -74,13 +78,15 @@ private:
     void send(raft::NodeId from, std::vector<raft::Message>&& messages) override;
     bool crash_at(raft::NodeId id, raft::DriverStage stage, const ReadyTraits& ready) override;
     bool crash_mid_persist(raft::NodeId id, const ReadyTraits& ready) override;
+    storage::WriteStatus write_fault(raft::NodeId id) override;
     void on_command_applied(raft::NodeId id,
+                            const raft::Entry& entry,
                             const ApplyOutcome& outcome,
-                            raft::Index index) override;
+                            const SimApp& app) override;
     void on_read_served(raft::NodeId id,
                         const std::string& context,
                         raft::Index read_index,
-                        const RegisterApp& app) override;
+                        const SimApp& app) override;
 
     // ClusterAccess
     uint64_t now_us() const override { return queue_.now_us(); }
@@ -88,6 +94,16 @@ private:
     raft::Status propose(raft::NodeId id, std::string data) override;
     void read_index(raft::NodeId id, std::string context) override;
     void wake_client(uint32_t client, uint64_t at_us, uint64_t token) override;
+
+    // LockAccess (now_us and pick_node are shared with ClusterAccess)
+    raft::Status propose_lock(raft::NodeId id, statemachine::Command command) override;
+    void keepalive(raft::NodeId id, statemachine::SessionId session) override;
+    void wake_lock_client(uint32_t client, uint64_t at_us) override;
+    // A node's own clock in ms (simulated time plus a fixed per-node offset): what a leader
+    // stamps on the lock commands it proposes, and what its session tracking measures.
+    int64_t node_clock_ms(raft::NodeId id) const;
+    // The leader's session tracking and timer Noops, once per tick of a leader.
+    void lead_sessions(SimNode& node);
 
     SimOptions options_;
     uint32_t founders_ = 0;
@@ -99,6 +115,10 @@ private:
     FaultProfile faults_;
     std::unique_ptr<Network> network_;
     std::unique_ptr<Workload> workload_;
+    std::unique_ptr<LockWorkload> lock_workload_;
+    LockChecker lock_checker_;
+    std::vector<LeaderSessions> leader_sessions_;  // [id - 1]: in the node's memory
+    std::vector<int64_t> clock_offset_ms_;         // [id - 1]
     std::vector<std::unique_ptr<SimNode>> nodes_;  // [id - 1]
     std::vector<uint64_t> tick_interval_us_;       // [id - 1]: per-node clock rate
     std::vector<uint64_t> next_downtime_us_;       // [id - 1]: set when a crash is decided
@@ -110,8 +130,11 @@ private:
     uint64_t settle_start_us_ = 0;
     uint64_t settle_deadline_us_ = 0;
     raft::Index settle_index_ = 0;
+    uint64_t settle_progress_ = 0;  // members' applied indexes (up to settle_index_), summed
     uint64_t events_ = 0;
     uint64_t crashes_ = 0;
+    // The one node per run whose disk the nemesis corrupted (it stays down once it refuses).
+    raft::NodeId corrupted_ = raft::kNoNode;
 };
 
 }  // namespace raftlock::sim

@@ -19,6 +19,8 @@ enum class EventKind : uint8_t {
     kRestart,  // node: a crashed node comes back
     kClient,   // arg: client id; token: which wake-up of that client this is
     kNemesis,  // arg: a NemesisAction; token 0: the regular cadence, 1: a follow-up of an action
+    // arg: a lock client's id (its poll timer, lock_workload.h)
+    kLockClient,
 };
 
 struct Event {

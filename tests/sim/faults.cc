@@ -45,6 +45,8 @@ std::string_view to_string(NemesisAction action) {
             return "pause";
         case NemesisAction::kPowerLoss:
             return "power-loss";
+        case NemesisAction::kCorruptDisk:
+            return "corrupt-disk";
         case NemesisAction::kCount:
             break;
     }
@@ -60,9 +62,10 @@ std::string FaultProfile::describe() const {
     }
     return fmt::format(
         "nemesis every {}..{}us:{}; stage crashes {}/1e6 readies, vote-window crashes {}/1000; "
-        "downtime {}..{}us; clock drift {}/1000",
+        "downtime {}..{}us; clock drift {}/1000; write failures {}/1e6 writes",
         nemesis_interval_min_us, nemesis_interval_max_us, mix, stage_crash_ppm,
-        vote_crash_per_mille, downtime_min_us, downtime_max_us, clock_drift_per_mille);
+        vote_crash_per_mille, downtime_min_us, downtime_max_us, clock_drift_per_mille,
+        write_failure_ppm);
 }
 
 FaultProfile pick_fault_profile(Rng& rng) {
@@ -74,7 +77,9 @@ FaultProfile pick_fault_profile(Rng& rng) {
     // one kind of fault.
     const uint32_t weight_choices[] = {0, 1, 3, 6, 6, 10};
     for (size_t i = 0; i < kActions; ++i) {
-        p.weights[i] = pick(rng, weight_choices);
+        if (static_cast<NemesisAction>(i) != NemesisAction::kCorruptDisk) {
+            p.weights[i] = pick(rng, weight_choices);  // storage faults: pick_storage_faults
+        }
     }
     p.weights[static_cast<size_t>(NemesisAction::kHealNetwork)] += 4;
     const uint32_t stage_ppm[] = {0, 500, 2000, 10'000};
@@ -87,6 +92,15 @@ FaultProfile pick_fault_profile(Rng& rng) {
     const uint32_t drifts[] = {0, 20, 100, 250};
     p.clock_drift_per_mille = pick(rng, drifts);
     return p;
+}
+
+void pick_storage_faults(Rng& rng, FaultProfile& profile) {
+    // Low rates: a failed write is one more kind of crash, and a corrupt disk takes a node out
+    // for good (at most once per run), so most of a run stays about the other faults.
+    const uint32_t write_ppm[] = {0, 0, 300, 1000};
+    profile.write_failure_ppm = pick(rng, write_ppm);
+    const uint32_t corrupt_weights[] = {0, 0, 0, 1};
+    profile.weights[static_cast<size_t>(NemesisAction::kCorruptDisk)] = pick(rng, corrupt_weights);
 }
 
 NetworkProfile calm_network_profile() {

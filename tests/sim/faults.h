@@ -27,6 +27,9 @@ enum class NemesisAction : uint8_t {
     kLeaderChurn,  // isolate whoever leads, again and again, an election timeout apart
     kPause,        // a node stops (GC pause, SIGSTOP) and later resumes with stale beliefs
     kPowerLoss,    // a majority (or all) of the nodes crash at once: only synced data survives
+    // A bit flips in a record on a crashed node's disk. The node must refuse to start when it
+    // restarts, and stays down for the rest of the run (at most one node per run).
+    kCorruptDisk,
     kCount,
 };
 
@@ -46,11 +49,17 @@ struct FaultProfile {
     uint64_t downtime_max_us = 0;
     // Drift of each node's clock: its tick interval is off by up to this many per mille.
     uint32_t clock_drift_per_mille = 0;
+    // Chance (per million disk writes, syncs and snapshot saves) that the disk fails the write
+    // (EIO or ENOSPC); the node crashes right there and later restarts from its disk.
+    uint32_t write_failure_ppm = 0;
 
     std::string describe() const;
 };
 
 FaultProfile pick_fault_profile(Rng& rng);
+// The storage faults (failed writes, corruption at rest) of `profile`. They come from an Rng of
+// their own, so adding them changed nothing else a seed draws.
+void pick_storage_faults(Rng& rng, FaultProfile& profile);
 NetworkProfile pick_network_profile(Rng& rng);
 NetworkProfile calm_network_profile();
 NemesisAction pick_action(const FaultProfile& profile, Rng& rng);

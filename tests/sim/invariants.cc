@@ -18,6 +18,12 @@ uint64_t fact_key(raft::Index index, raft::Term term) {
     return index << 24 | term;
 }
 
+// A node's bit in the checker's node sets (ids are small).
+uint64_t node_bit(raft::NodeId id) {
+    RL_ASSERT(id >= 1 && id < 64);
+    return uint64_t{1} << id;
+}
+
 }  // namespace
 
 uint64_t entry_hash(const raft::Entry& entry) {
@@ -38,6 +44,7 @@ void Checker::on_bootstrap(const raft::Entry& entry) {
 }
 
 void Checker::observe(raft::NodeId id, const raft::RawNode& node) {
+    check_not_refused(id, "runs");
     const raft::Raft& r = node.raft();
     if (r.role() == raft::Role::kLeader) {
         auto [it, inserted] = leaders_.emplace(r.term(), id);
@@ -177,6 +184,7 @@ void Checker::on_snapshot_written(raft::NodeId id, const raft::SnapshotMetadata&
 }
 
 void Checker::on_applied(raft::NodeId id, const raft::Entry& e, uint64_t digest) {
+    check_not_refused(id, "applies an entry");
     if (e.index >= committed_.size()) {
         fail(fmt::format("state machine: node {} applied {} beyond the commit index {}", id, e,
                          committed_index()));
@@ -192,6 +200,7 @@ void Checker::on_applied(raft::NodeId id, const raft::Entry& e, uint64_t digest)
 }
 
 void Checker::on_snapshot_restored(raft::NodeId id, raft::Index index, uint64_t digest) {
+    check_not_refused(id, "restores a snapshot");
     if (digest_at_.size() <= index) {
         digest_at_.resize(index + 1);
     }
@@ -235,6 +244,36 @@ void Checker::audit_log(raft::NodeId id, const raft::Storage& storage) {
     if (hs.commit > last) {
         fail(fmt::format("audit: node {} stores commit {} beyond its last index {}", id, hs.commit,
                          last));
+    }
+}
+
+void Checker::check_not_refused(raft::NodeId id, std::string_view what) {
+    if ((refused_nodes_ & node_bit(id)) != 0) {
+        fail(fmt::format("corrupt disk: node {} {} after it refused to start", id, what));
+    }
+}
+
+void Checker::on_disk_corrupted(raft::NodeId id) {
+    corrupted_nodes_ |= node_bit(id);
+}
+
+void Checker::on_disk_opened(raft::NodeId id, const std::optional<std::string>& refusal) {
+    const bool corrupted = (corrupted_nodes_ & node_bit(id)) != 0;
+    if (corrupted && !refusal) {
+        fail(fmt::format("corrupt disk: node {} started on a disk corrupted at rest", id));
+    } else if (!corrupted && refusal) {
+        fail(fmt::format("node {} refused to start on an intact disk: {}", id, *refusal));
+    } else if (refusal) {
+        corrupted_nodes_ &= ~node_bit(id);
+        refused_nodes_ |= node_bit(id);
+    }
+}
+
+void Checker::check_corruption_detected() {
+    for (raft::NodeId id = 1; id < 64; ++id) {
+        if ((corrupted_nodes_ & node_bit(id)) != 0) {
+            fail(fmt::format("corrupt disk: node {} was never restarted to detect it", id));
+        }
     }
 }
 

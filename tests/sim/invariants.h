@@ -15,6 +15,8 @@
 //                       committed entry
 //   state machine       every node applies exactly the committed sequence (entry and digest)
 //   exactly-once        a command (client, seq) takes effect at one log index only
+//   corrupt disks       a node whose disk was corrupted at rest refuses its next start and never
+//                       runs (observes, applies, restores) again; no other node ever refuses
 
 #include <cstdint>
 #include <map>
@@ -57,6 +59,12 @@ public:
     void on_executed(raft::NodeId id, uint32_t client, uint64_t seq, raft::Index index);
     // Every entry of a node's durable log must have been checked when written.
     void audit_log(raft::NodeId id, const raft::Storage& storage);
+    // A bit of a record on `id`'s disk was flipped while it was down.
+    void on_disk_corrupted(raft::NodeId id);
+    // A start opened the disk (`refusal`: the store's reason to refuse, if it did).
+    void on_disk_opened(raft::NodeId id, const std::optional<std::string>& refusal);
+    // At the end: every corruption was detected.
+    void check_corruption_detected();
 
     // The highest index known committed.
     raft::Index committed_index() const { return committed_.size() - 1; }
@@ -78,6 +86,8 @@ private:
     };
 
     void check_new_leader(raft::NodeId id, const raft::RawNode& node);
+    // A node that refused to start on a corrupt disk must never act again.
+    void check_not_refused(raft::NodeId id, std::string_view what);
     void extend_committed(raft::NodeId id, const raft::RawNode& node);
     void check_log_fact(raft::NodeId id, const raft::Entry& e, std::optional<raft::Term> prev);
     void check_overwrite(raft::NodeId id,
@@ -93,6 +103,8 @@ private:
     std::vector<std::optional<uint64_t>> digest_at_;   // [index]: state digest after it
     std::map<std::pair<uint32_t, uint64_t>, raft::Index> executed_at_;
     uint64_t conf_changes_committed_ = 0;
+    uint64_t corrupted_nodes_ = 0;  // bit id: a corrupt disk, not yet opened
+    uint64_t refused_nodes_ = 0;    // bit id: refused to start on a corrupt disk
 };
 
 // A stable content hash of an entry (type and data), for comparing entries cheaply.

@@ -4,8 +4,10 @@
 //   raftlock-sim --seeds 1..10000             sweep; progress every 1000 seeds
 //   raftlock-sim --regressions tests/sim/regressions.txt   replay every listed seed
 //   raftlock-sim --seed 42 --history h.jsonl   also write the clients' history (DESIGN §6)
+//   raftlock-sim --seed 42 --lock-history l.jsonl   the lock clients' history (mutex model)
 //   options: --nodes 3|5  --steps N  --keep-going  --expect-violation  --check-determinism
-//   raftlock-sim-unsafe --break vote-before-persist|commit-earlier-terms|no-log-check ...
+//   raftlock-sim-unsafe --break vote-before-persist|commit-earlier-terms|no-log-check|
+//                               lock-double-grant ...
 //
 // Exit status 0 only when every seed passed (with --expect-violation: only when one failed).
 
@@ -39,6 +41,7 @@ struct Cli {
     bool check_determinism = false;
     std::string regressions_file;
     std::string history_file;
+    std::string lock_history_file;
     std::string program;
     std::string break_name;
 };
@@ -77,6 +80,9 @@ std::optional<BreakControl> parse_break(std::string_view name) {
     if (name == "no-log-check") {
         return BreakControl::kNoLogCheck;
     }
+    if (name == "lock-double-grant") {
+        return BreakControl::kLockDoubleGrant;
+    }
     return std::nullopt;
 }
 #endif
@@ -112,6 +118,8 @@ bool parse_option(int argc, char** argv, int* i, Cli* cli) {
         cli->check_determinism = true;
     } else if (arg == "--history") {
         cli->history_file = value();
+    } else if (arg == "--lock-history") {
+        cli->lock_history_file = value();
     } else if (arg == "--regressions") {
         cli->regressions_file = value();
     } else if (arg == "--break") {
@@ -120,8 +128,8 @@ bool parse_option(int argc, char** argv, int* i, Cli* cli) {
         std::optional<BreakControl> control = parse_break(cli->break_name);
         if (!control) {
             fmt::print(stderr,
-                       "--break wants vote-before-persist, commit-earlier-terms or "
-                       "no-log-check\n");
+                       "--break wants vote-before-persist, commit-earlier-terms, "
+                       "no-log-check or lock-double-grant\n");
             return false;
         }
         cli->options.break_control = *control;
@@ -155,9 +163,12 @@ std::string replay_command(const Cli& cli, uint64_t seed) {
 std::string summary(const SimResult& r) {
     return fmt::format(
         "nodes={} steps={} events={} sim_time={}ms crashes={} leader_terms={} committed={} "
-        "conf_changes={} snapshots_installed={} ops ok={} fail={} info={} heal_to_commit={} ticks",
+        "conf_changes={} snapshots_installed={} ops ok={} fail={} info={} lock ops ok={} fail={} "
+        "info={} grants={} hand_offs={} expiries={} heal_to_commit={} ticks",
         r.nodes, r.steps, r.events, r.sim_time_us / 1000, r.crashes, r.leader_terms, r.committed,
-        r.conf_changes, r.snapshots_installed, r.ops_ok, r.ops_fail, r.ops_info, r.liveness_ticks);
+        r.conf_changes, r.snapshots_installed, r.ops_ok, r.ops_fail, r.ops_info, r.lock_ops_ok,
+        r.lock_ops_fail, r.lock_ops_info, r.lock_grants, r.lock_hand_offs, r.session_expiries,
+        r.liveness_ticks);
 }
 
 // What a sweep exercised, summed over its seeds (is the fault mix doing anything?).
@@ -169,6 +180,9 @@ struct Totals {
     uint64_t conf_changes = 0;
     uint64_t snapshots_installed = 0;
     uint64_t ops_ok = 0;
+    uint64_t lock_grants = 0;
+    uint64_t lock_hand_offs = 0;
+    uint64_t session_expiries = 0;
     uint64_t heal_ticks_max = 0;
     uint64_t heal_ticks_max_seed = 0;
 
@@ -180,6 +194,9 @@ struct Totals {
         conf_changes += r.conf_changes;
         snapshots_installed += r.snapshots_installed;
         ops_ok += r.ops_ok;
+        lock_grants += r.lock_grants;
+        lock_hand_offs += r.lock_hand_offs;
+        session_expiries += r.session_expiries;
         if (r.liveness_ticks > heal_ticks_max) {
             heal_ticks_max = r.liveness_ticks;
             heal_ticks_max_seed = seed;
@@ -188,10 +205,11 @@ struct Totals {
     std::string describe() const {
         return fmt::format(
             "totals: 5-node runs={} crashes={} leader terms={} committed entries={} conf "
-            "changes={} snapshots installed={} ops ok={}; slowest heal-to-commit {} ticks (seed "
-            "{})",
+            "changes={} snapshots installed={} ops ok={} lock grants={} hand-offs={} session "
+            "expiries={}; slowest heal-to-commit {} ticks (seed {})",
             five_node_runs, crashes, leader_terms, committed, conf_changes, snapshots_installed,
-            ops_ok, heal_ticks_max, heal_ticks_max_seed);
+            ops_ok, lock_grants, lock_hand_offs, session_expiries, heal_ticks_max,
+            heal_ticks_max_seed);
     }
 };
 
@@ -225,20 +243,32 @@ SimResult run_one(const Cli& cli, uint64_t seed) {
     return r;
 }
 
+bool write_file(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text;
+    if (!out) {
+        fmt::print(stderr, "cannot write {}\n", path);
+        return false;
+    }
+    return true;
+}
+
 int run_single(const Cli& cli) {
     std::string history;
+    std::string lock_history;
     Cli with_history = cli;
     if (!cli.history_file.empty()) {
         with_history.options.history_capture = &history;
     }
+    if (!cli.lock_history_file.empty()) {
+        with_history.options.lock_history_capture = &lock_history;
+    }
     const SimResult r = run_one(with_history, cli.first_seed);
-    if (!cli.history_file.empty()) {
-        std::ofstream out(cli.history_file);
-        out << history;
-        if (!out) {
-            fmt::print(stderr, "cannot write {}\n", cli.history_file);
-            return 2;
-        }
+    if (!cli.history_file.empty() && !write_file(cli.history_file, history)) {
+        return 2;
+    }
+    if (!cli.lock_history_file.empty() && !write_file(cli.lock_history_file, lock_history)) {
+        return 2;
     }
     if (r.ok) {
         fmt::print("seed {}: ok ({})\n", cli.first_seed, summary(r));

@@ -73,6 +73,9 @@ void Cluster::nemesis_step(NemesisAction action, uint32_t repeat) {
         case NemesisAction::kPowerLoss:
             act_power_loss();
             break;
+        case NemesisAction::kCorruptDisk:
+            act_corrupt_disk();
+            break;
         case NemesisAction::kCount:
             RL_PANIC("not an action");
     }
@@ -176,6 +179,44 @@ void Cluster::act_power_loss() {
         crash_node(node(up[k]), pick_downtime_us(), "in a power loss");
         up.erase(up.begin() + static_cast<std::ptrdiff_t>(k));
     }
+}
+
+void Cluster::act_corrupt_disk() {
+    // One node per run at most loses its disk for good. Voters stay between the founders' count
+    // (3 or 5) and one more, so the others are still a majority of any configuration (2 of 3,
+    // 3 of 4, 4 of 5, 5 of 6): the cluster makes progress and the liveness checks still hold.
+    RL_ASSERT(founders_ >= 3);
+    if (corrupted_ != raft::kNoNode) {
+        return;
+    }
+    // At rest: a crashed node's disk, or one crashed for the purpose.
+    std::vector<raft::NodeId> down;
+    for (const auto& n : nodes_) {
+        if (!n->up() && !n->refused()) {
+            down.push_back(n->id());
+        }
+    }
+    SimNode* victim = nullptr;
+    if (!down.empty()) {
+        victim = &node(down[nemesis_rng_.uniform(down.size())]);
+    } else if (down_count() <= founders_ / 2) {
+        const std::vector<raft::NodeId> up = up_nodes();
+        if (up.empty()) {
+            return;
+        }
+        victim = &node(up[nemesis_rng_.uniform(up.size())]);
+        crash_node(*victim, pick_downtime_us(), "by the nemesis, to corrupt its disk");
+    } else {
+        return;
+    }
+    const std::optional<storage::Corruption> c = victim->corrupt_disk(nemesis_rng_);
+    if (!c) {
+        trace_.log("n{} disk holds no record to corrupt", victim->id());
+        return;
+    }
+    corrupted_ = victim->id();
+    checker_.on_disk_corrupted(victim->id());
+    trace_.log("n{} disk CORRUPTED at rest: {}", victim->id(), c->describe());
 }
 
 void Cluster::act_pause() {
@@ -302,6 +343,17 @@ bool Cluster::crash_at(raft::NodeId id, raft::DriverStage stage, const ReadyTrai
         return true;
     }
     return false;
+}
+
+storage::WriteStatus Cluster::write_fault(raft::NodeId id) {
+    // No draw at all when the profile has no write failures, so such runs are unchanged.
+    if (phase_ != Phase::kFaults || faults_.write_failure_ppm == 0 ||
+        !nemesis_rng_.chance(faults_.write_failure_ppm, 1'000'000)) {
+        return storage::WriteStatus::kOk;
+    }
+    next_downtime_us_[id - 1] = pick_downtime_us();
+    return nemesis_rng_.chance(1, 2) ? storage::WriteStatus::kIoError
+                                     : storage::WriteStatus::kNoSpace;
 }
 
 bool Cluster::crash_mid_persist(raft::NodeId id, const ReadyTraits& ready) {

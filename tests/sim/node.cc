@@ -46,13 +46,20 @@ SimNode::SimNode(raft::NodeId id,
                  NodeEnv& env,
                  Checker& checker,
                  Trace& trace)
-    : id_(id), params_(params), disk_rng_(disk_seed), env_(env), checker_(checker), trace_(trace) {}
+    : id_(id),
+      params_(params),
+      disk_rng_(disk_seed),
+      env_(env),
+      checker_(checker),
+      trace_(trace),
+      app_(params.lock_config) {}
 
 SimNode::~SimNode() = default;
 
 void SimNode::bootstrap(const raft::Bootstrap& boot) {
     RL_ASSERT(!up());
-    checker_.on_entries_written(id_, boot.hard_state.term, disk_.storage(), {boot.entry});
+    // The disk is empty before the bootstrap (and still closed).
+    checker_.on_entries_written(id_, boot.hard_state.term, raft::MemoryStorage(), {boot.entry});
     disk_.bootstrap(boot);
     // The application applies the bootstrap entry too (Config::applied = 1), so its digest
     // matches a node that later receives the entry by replication.
@@ -60,45 +67,60 @@ void SimNode::bootstrap(const raft::Bootstrap& boot) {
     checker_.on_applied(id_, boot.entry, app_.digest());
 }
 
-bool SimNode::start(uint64_t raft_seed) {
+StartResult SimNode::start(uint64_t raft_seed) {
     RL_ASSERT(!up());
+    RL_ASSERT(!refused_);
     ++incarnation_;
-    const raft::InitialState initial = disk_.storage().initial_state();
+    const std::optional<storage::StorageError> error = disk_.open();
+    checker_.on_disk_opened(id_, error ? std::optional(error->message) : std::nullopt);
+    if (error) {
+        // Never apply, serve or truncate what a checksum rejects: an operator's problem now.
+        refused_ = true;
+        trace_.log("n{} REFUSES TO START #{}: {}", id_, incarnation_, error->message);
+        return StartResult::kRefused;
+    }
+    const raft::InitialState initial = disk_.initial_state();
     if (initial.snapshot_meta.index > 0) {
-        raft::StorageResult<raft::Snapshot> snap = disk_.storage().snapshot();
+        raft::StorageResult<raft::Snapshot> snap = disk_.snapshot();
         RL_ASSERT(snap.ok());
-        std::optional<RegisterApp> restored =
-            RegisterApp::from_snapshot(snap->metadata.index, snap->data);
+        std::optional<SimApp> restored =
+            SimApp::from_snapshot(snap->metadata.index, snap->data, params_.lock_config);
         RL_ASSERT_MSG(restored.has_value(), "stored snapshot does not decode");
         app_ = std::move(*restored);
         app_.set_conf(snap->metadata.conf_state);
         checker_.on_snapshot_restored(id_, app_.applied(), app_.digest());
     }
-    checker_.audit_log(id_, disk_.durable());
+    checker_.audit_log(id_, disk_);  // just opened: exactly what is durable
     raft::Config config = params_.raft;
     config.id = id_;
     config.seed = raft_seed;
     config.applied = app_.applied();
     trace_.log("n{} start #{} from {} applied={} log=[{},{}]", id_, incarnation_,
-               raft::to_string(initial.hard_state), config.applied, disk_.storage().first_index(),
-               disk_.storage().last_index());
-    raw_ = std::make_unique<raft::RawNode>(config, disk_.storage());
+               raft::to_string(initial.hard_state), config.applied, disk_.first_index(),
+               disk_.last_index());
+    raw_ = std::make_unique<raft::RawNode>(config, disk_);
     raft::DriverHost& host = *this;
     driver_ = std::make_unique<raft::Driver>(*raw_, host);
     checker_.observe(id_, *raw_);
-    return drive();
+    return drive() ? StartResult::kStarted : StartResult::kCrashed;
 }
 
 void SimNode::crash(std::string_view why) {
     RL_ASSERT(up());
     driver_.reset();
     raw_.reset();
-    const CrashLoss loss = disk_.crash(disk_rng_);
-    app_ = RegisterApp();
+    const storage::CrashLoss loss = disk_.crash(disk_rng_);
+    app_ = SimApp(params_.lock_config);
     pending_reads_.clear();
     crash_mid_persist_ = false;
+    write_failure_ = storage::WriteStatus::kOk;
     trace_.log("n{} CRASH {} (kept {} of {} unsynced writes)", id_, why, loss.kept_writes,
                loss.unsynced_writes);
+}
+
+std::optional<storage::Corruption> SimNode::corrupt_disk(Rng& rng) {
+    RL_ASSERT(!up());
+    return disk_.corrupt_record(rng);
 }
 
 bool SimNode::drive() {
@@ -106,12 +128,21 @@ bool SimNode::drive() {
     const raft::DriveResult result = driver_->run(kMaxReadiesPerInput);
     if (result == raft::DriveResult::kStopped) {
         RL_ASSERT(crashed_at_.has_value());
-        crash(crash_mid_persist_ ? "mid-persist, before the sync"
-                                 : fmt::format("at driver stage {}", to_string(*crashed_at_)));
+        if (write_failure_ != storage::WriteStatus::kOk) {
+            crash(fmt::format("at a failed {} ({})", failed_write_,
+                              storage::to_string(write_failure_)));
+        } else {
+            crash(crash_mid_persist_ ? "mid-persist, before the sync"
+                                     : fmt::format("at driver stage {}", to_string(*crashed_at_)));
+        }
         return false;
     }
     checker_.observe(id_, *raw_);
-    maybe_snapshot();
+    if (!maybe_snapshot()) {
+        crash(
+            fmt::format("at a failed {} ({})", failed_write_, storage::to_string(write_failure_)));
+        return false;
+    }
     return true;
 }
 
@@ -150,18 +181,36 @@ bool SimNode::campaign() {
     return drive();
 }
 
-void SimNode::maybe_snapshot() {
+bool SimNode::maybe_snapshot() {
     if (params_.snapshot_every_entries == 0) {
-        return;
+        return true;
     }
-    const raft::Index snapshot_index = disk_.storage().initial_state().snapshot_meta.index;
+    const raft::Index snapshot_index = disk_.initial_state().snapshot_meta.index;
     const raft::Index applied = app_.applied();
     if (applied < snapshot_index + params_.snapshot_every_entries) {
-        return;
+        return true;
     }
     const raft::Index lag = std::min<raft::Index>(params_.compaction_lag_entries, applied);
     trace_.log("n{} snapshot at {} (compact to {})", id_, applied, applied - lag);
-    disk_.save_app_snapshot(applied, app_.conf(), app_.snapshot_data(), applied - lag);
+    arm_write_fault();
+    return write_ok(disk_.save_snapshot(applied, app_.conf(), app_.snapshot_data(), applied - lag),
+                    "snapshot save");
+}
+
+void SimNode::arm_write_fault() {
+    const storage::WriteStatus fault = env_.write_fault(id_);
+    if (fault != storage::WriteStatus::kOk) {
+        disk_.fail_next_write(fault);
+    }
+}
+
+bool SimNode::write_ok(storage::WriteStatus status, std::string_view what) {
+    if (status == storage::WriteStatus::kOk) {
+        return true;
+    }
+    write_failure_ = status;
+    failed_write_ = what;
+    return false;
 }
 
 void SimNode::on_ready(const raft::Ready& ready) {
@@ -177,16 +226,27 @@ void SimNode::send(std::vector<raft::Message>&& messages) {
 }
 
 void SimNode::persist(const raft::Ready& ready, bool sync) {
+    // After a failed write nothing more is written: proceed() stops the driver and the node
+    // crashes before any message of this Ready leaves.
     if (ready.snapshot) {
         checker_.on_snapshot_written(id_, ready.snapshot->metadata);
-        disk_.write_snapshot(*ready.snapshot);
+        arm_write_fault();
+        if (!write_ok(disk_.write_snapshot(*ready.snapshot), "snapshot write")) {
+            return;
+        }
     }
     if (!ready.entries.empty()) {
-        checker_.on_entries_written(id_, raw_->raft().term(), disk_.storage(), ready.entries);
-        disk_.write_entries(ready.entries);
+        checker_.on_entries_written(id_, raw_->raft().term(), disk_, ready.entries);
+        arm_write_fault();
+        if (!write_ok(disk_.write_entries(ready.entries), "entries write")) {
+            return;
+        }
     }
     if (ready.hard_state) {
-        disk_.write_hard_state(*ready.hard_state);
+        arm_write_fault();
+        if (!write_ok(disk_.write_hard_state(*ready.hard_state), "hard state write")) {
+            return;
+        }
     }
     if (!sync) {
         return;
@@ -195,12 +255,13 @@ void SimNode::persist(const raft::Ready& ready, bool sync) {
         crash_mid_persist_ = true;  // proceed() stops the driver; the writes stay unsynced
         return;
     }
-    disk_.sync();
+    arm_write_fault();
+    (void)write_ok(disk_.sync(), "sync");
 }
 
 void SimNode::apply_snapshot(const raft::Snapshot& snapshot) {
-    std::optional<RegisterApp> restored =
-        RegisterApp::from_snapshot(snapshot.metadata.index, snapshot.data);
+    std::optional<SimApp> restored =
+        SimApp::from_snapshot(snapshot.metadata.index, snapshot.data, params_.lock_config);
     if (!restored) {
         checker_.fail(fmt::format("node {} received a snapshot that does not decode", id_));
         return;
@@ -225,8 +286,8 @@ void SimNode::apply_entries(const std::vector<raft::Entry>& entries) {
         if (outcome.executed) {
             checker_.on_executed(id_, outcome.command->client, outcome.command->seq, e.index);
         }
-        if (outcome.command) {
-            env_.on_command_applied(id_, outcome, e.index);
+        if (outcome.command || outcome.lock) {
+            env_.on_command_applied(id_, e, outcome, app_);
         }
     }
     serve_ready_reads();
@@ -256,7 +317,8 @@ void SimNode::serve_ready_reads() {
 }
 
 bool SimNode::proceed(raft::DriverStage stage) {
-    if (!crash_mid_persist_ && !env_.crash_at(id_, stage, ready_traits_)) {
+    const bool failed = crash_mid_persist_ || write_failure_ != storage::WriteStatus::kOk;
+    if (!failed && !env_.crash_at(id_, stage, ready_traits_)) {
         return true;
     }
     crashed_at_ = stage;

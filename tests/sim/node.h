@@ -1,10 +1,12 @@
 #pragma once
 
-// One simulated server: a simulated disk, the register application and a RawNode driven by the
-// shared Driver (raft/driver.h). The node is the Driver's host: it persists to its SimDisk,
-// hands messages to the network, applies entries and serves reads, and at every driver stage
-// asks the fault injector whether to crash right there. A crash loses the RawNode, the
-// application and the unsynced part of the disk; a restart rebuilds them from the durable disk.
+// One simulated server: a simulated disk, the application (app.h) and a RawNode driven by the
+// shared Driver (raft/driver.h). The node is the Driver's host: it persists to its disk (a
+// storage::FaultInjectingStorage), hands messages to the network, applies entries and serves
+// reads, and at every driver stage and every disk write asks the fault injector whether to crash
+// (or fail the write) right there. A crash loses the RawNode, the application and the unsynced
+// part of the disk; a restart verifies the disk and rebuilds them from it, or, when the disk is
+// corrupt, refuses to start and the node stays down for good.
 
 #include <cstdint>
 #include <memory>
@@ -17,8 +19,8 @@
 #include "raft/driver.h"
 #include "raft/raw_node.h"
 #include "raft/rng.h"
+#include "storage/fault_injecting_storage.h"
 #include "tests/sim/app.h"
-#include "tests/sim/disk.h"
 #include "tests/sim/invariants.h"
 #include "tests/sim/trace.h"
 
@@ -38,13 +40,18 @@ public:
     virtual bool crash_at(raft::NodeId id, raft::DriverStage stage, const ReadyTraits& ready) = 0;
     // Crash in the middle of this persist, after the writes and before the sync?
     virtual bool crash_mid_persist(raft::NodeId id, const ReadyTraits& ready) = 0;
+    // Does the disk fail the next write, sync or snapshot save (kOk: no)? The node crashes at a
+    // failed write: a failed disk write is fatal (DESIGN §3).
+    virtual storage::WriteStatus write_fault(raft::NodeId id) = 0;
+    // `entry` carried a register or lock command; `app` is the node's state after applying it.
     virtual void on_command_applied(raft::NodeId id,
+                                    const raft::Entry& entry,
                                     const ApplyOutcome& outcome,
-                                    raft::Index index) = 0;
+                                    const SimApp& app) = 0;
     virtual void on_read_served(raft::NodeId id,
                                 const std::string& context,
                                 raft::Index read_index,
-                                const RegisterApp& app) = 0;
+                                const SimApp& app) = 0;
 };
 
 struct NodeParams {
@@ -53,6 +60,15 @@ struct NodeParams {
     // entries behind the snapshot in the log, so slow followers can still catch up from the log.
     uint32_t snapshot_every_entries = 0;
     uint32_t compaction_lag_entries = 0;
+    // The lock state machine's configuration (equal on every node).
+    statemachine::Config lock_config;
+};
+
+// How a (re)start went.
+enum class StartResult : uint8_t {
+    kStarted,
+    kCrashed,  // crashed again while handling its first Ready
+    kRefused,  // the disk failed verification: the node never runs again
 };
 
 class SimNode final : private raft::DriverHost {
@@ -70,17 +86,21 @@ public:
     bool up() const { return raw_ != nullptr; }
     uint32_t incarnation() const { return incarnation_; }
     const raft::RawNode& raw() const { return *raw_; }
-    const SimDisk& disk() const { return disk_; }
-    const RegisterApp& app() const { return app_; }
+    const storage::FaultInjectingStorage& disk() const { return disk_; }
+    // It refused to start on a corrupt disk, and stays down.
+    bool refused() const { return refused_; }
+    const SimApp& app() const { return app_; }
     uint64_t snapshots_installed() const { return snapshots_installed_; }
 
     // A founding member writes the bootstrap state before its first start.
     void bootstrap(const raft::Bootstrap& boot);
-    // (Re)starts from the durable disk; `raft_seed` seeds the core's election jitter. False when
-    // the node crashed again while handling its first Ready.
-    bool start(uint64_t raft_seed);
+    // (Re)starts from the durable disk, after verifying it; `raft_seed` seeds the core's
+    // election jitter.
+    StartResult start(uint64_t raft_seed);
     // Power loss: everything in memory and the unsynced writes are gone.
     void crash(std::string_view why);
+    // Flips a bit of a record on the disk of this crashed node (nullopt: it has none).
+    std::optional<storage::Corruption> corrupt_disk(Rng& rng);
 
     // Inputs. Each runs the driver afterwards; false when the node crashed while doing so.
     bool tick();
@@ -101,7 +121,12 @@ private:
     };
 
     bool drive();
-    void maybe_snapshot();
+    // False when the disk failed the save (the caller crashes the node).
+    bool maybe_snapshot();
+    // Asks the fault injector whether the next disk write fails, and arms the disk if so.
+    void arm_write_fault();
+    // False when a disk write failed; remembers which, for the crash.
+    bool write_ok(storage::WriteStatus status, std::string_view what);
     void serve_ready_reads();
 
     // raft::DriverHost
@@ -119,13 +144,16 @@ private:
     NodeEnv& env_;
     Checker& checker_;
     Trace& trace_;
-    SimDisk disk_;
-    RegisterApp app_;
+    storage::FaultInjectingStorage disk_;
+    SimApp app_;
     std::unique_ptr<raft::RawNode> raw_;
     std::unique_ptr<raft::Driver> driver_;
     uint32_t incarnation_ = 0;
     ReadyTraits ready_traits_;
     bool crash_mid_persist_ = false;
+    storage::WriteStatus write_failure_ = storage::WriteStatus::kOk;
+    std::string_view failed_write_;  // what failed: "entries write", "sync", ...
+    bool refused_ = false;
     std::optional<raft::DriverStage> crashed_at_;
     std::vector<PendingRead> pending_reads_;
     uint64_t snapshots_installed_ = 0;

@@ -8,8 +8,15 @@
 
 namespace raftlock::sim {
 
-// The negative controls of the unsafe build (raft/config.h NegativeControls).
-enum class BreakControl : uint8_t { kNone, kVoteBeforePersist, kCommitEarlierTerms, kNoLogCheck };
+// The negative controls of the unsafe build (raft/config.h NegativeControls, and the lock state
+// machine's statemachine/types.h Config::negative_control_double_grant).
+enum class BreakControl : uint8_t {
+    kNone,
+    kVoteBeforePersist,
+    kCommitEarlierTerms,
+    kNoLogCheck,
+    kLockDoubleGrant,
+};
 
 struct SimOptions {
     uint64_t seed = 1;
@@ -20,6 +27,8 @@ struct SimOptions {
     std::string* trace_capture = nullptr;
     // When set, receives the clients' history as JSON lines (DESIGN §6).
     std::string* history_capture = nullptr;
+    // When set, receives the lock clients' history (x-locks, jepsen's mutex model) as JSON lines.
+    std::string* lock_history_capture = nullptr;
     BreakControl break_control = BreakControl::kNone;
 };
 
@@ -36,6 +45,12 @@ struct SimResult {
     uint64_t ops_ok = 0;
     uint64_t ops_fail = 0;
     uint64_t ops_info = 0;
+    uint64_t lock_ops_ok = 0;
+    uint64_t lock_ops_fail = 0;
+    uint64_t lock_ops_info = 0;
+    uint64_t lock_grants = 0;
+    uint64_t lock_hand_offs = 0;
+    uint64_t session_expiries = 0;
     uint64_t liveness_ticks = 0;  // ticks from the heal to the first new commit
     uint64_t snapshots_installed = 0;
     uint64_t conf_changes = 0;

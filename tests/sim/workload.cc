@@ -167,7 +167,7 @@ void Workload::on_command_applied(raft::NodeId node,
 void Workload::on_read_served(raft::NodeId node,
                               const std::string& context,
                               raft::Index read_index,
-                              const RegisterApp& app) {
+                              const SimApp& app) {
     uint32_t client = 0;
     uint64_t seq = 0;
     if (!parse_read_context(context, &client, &seq) || client < 1 || client > clients_.size()) {

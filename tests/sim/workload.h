@@ -63,7 +63,7 @@ public:
     void on_read_served(raft::NodeId node,
                         const std::string& context,
                         raft::Index read_index,
-                        const RegisterApp& app);
+                        const SimApp& app);
 
     // Liveness: from now on, count commands committed above the current commit index.
     void begin_heal();
