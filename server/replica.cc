@@ -64,6 +64,12 @@ Replica::Replica(const ServerConfig& config,
     rc.heartbeat_tick = static_cast<int>(config.heartbeat_interval_ms / config.tick_ms);
     rc.seed = random_u64();
     rc.applied = applied_index_;
+    // This node proposes only as leader (decision 0003: followers forward writes themselves, and
+    // the leader alone stamps cluster time and expires sessions). soft_ lags the core by one
+    // Ready, so a deposed leader may still call propose(); with forwarding the core would pass
+    // its stale session expiries on to the new leader, which would commit them (found by
+    // jepsen/run, lock workload under pauses: a live session expired, two holders at once).
+    rc.disable_proposal_forwarding = true;
     raw_ = std::make_unique<raft::RawNode>(rc, *storage_);
     replayed_through_ = init.hard_state.commit;
     // Nonces tell this node's OpenSession entries apart from every other node's: the id in the

@@ -26,6 +26,9 @@ constexpr const char* kEphemeralParent = "/jepsen/eph";
 // `processes` after every info): 1,000,000 + watcher * 100,000 + chain.
 constexpr uint64_t kChainProcessBase = 1'000'000;
 constexpr uint64_t kChainsPerWatcher = 100'000;
+// Lost leases are recorded on processes of their own (Worker::record_loss), numbered from here.
+constexpr uint64_t kLossProcessBase = 2'000'000;
+constexpr uint64_t kLossesPerWorker = 100'000;
 constexpr int64_t kValuesMax = 5;  // register values are 0..4: small, so cas often matches
 
 std::string key_path(uint32_t key) {
@@ -78,6 +81,32 @@ rc::ClientOptions client_options(const WorkloadOptions& options, uint64_t seed) 
     return o;
 }
 
+// Where a session stands by its client's safe-until deadline (client/safe_until.h): the cluster
+// cannot end the session before that deadline, and may at any moment after it. Once the session
+// is lost the client reports no deadline any more, so the tracker keeps the last one it saw.
+class SafeUntilTracker {
+public:
+    // A session was just opened by `client`: until a keepalive is acknowledged, the open itself
+    // is the last moment the session was certainly live.
+    void opened(const rc::Client& client) {
+        last_ns_ = monotonic_ns();
+        (void)safe(&client);
+    }
+    // True while the session is certainly live (its deadline is ahead).
+    bool safe(const rc::Client* client) {
+        const auto until = client != nullptr ? client->safe_until() : std::nullopt;
+        if (until) {
+            last_ns_ = std::max(last_ns_, to_ns(*until));
+        }
+        return until && to_ns(*until) > monotonic_ns();
+    }
+    // The earliest moment the cluster may have ended the session.
+    int64_t lost_at(int64_t now) const { return std::min(last_ns_, now); }
+
+private:
+    int64_t last_ns_ = 0;
+};
+
 // One worker: a process number, a client with an open session, pacing and totals.
 class Worker {
 public:
@@ -113,6 +142,7 @@ public:
             auto opened =
                 client_->open_session(std::chrono::milliseconds(options_.session_timeout_ms));
             if (opened.ok()) {
+                lease_.opened(*client_);
                 return true;
             }
             std::this_thread::sleep_for(100ms);
@@ -151,6 +181,27 @@ public:
         ++totals_.info;
         process_ += options_.processes;
     }
+    // Records that something held under a session (a lock, an ephemeral node) may have been
+    // taken away by the session's end: `f` invoked at the earliest moment the session may have
+    // ended, with an unknown outcome. It goes on a process of its own, since this worker may have
+    // had another operation open at that moment.
+    void record_loss(const SafeUntilTracker& lease,
+                     const std::string& f,
+                     const std::string& key,
+                     const nlohmann::json& value) {
+        const int64_t now = monotonic_ns();
+        HistoryEvent loss{.process = kLossProcessBase + worker_ * kLossesPerWorker + losses_++,
+                          .type = "invoke",
+                          .f = f,
+                          .key = key,
+                          .value = value};
+        history_.record_at(lease.lost_at(now), loss);
+        loss.type = "info";
+        loss.error = "lease_lost";
+        history_.record_at(now, loss);
+        ++totals_.info;
+    }
+
     void complete_error(const std::string& f,
                         const std::string& key,
                         const nlohmann::json& value,
@@ -173,6 +224,8 @@ public:
     std::mt19937_64 rng_;
     uint64_t process_;
     std::unique_ptr<rc::Client> client_;
+    SafeUntilTracker lease_;  // of client_'s session
+    uint64_t losses_ = 0;
 };
 
 // --- register ----------------------------------------------------------------------------------
@@ -262,23 +315,10 @@ bool lease_lost(Worker& w, const Holding& holding) {
     if (w.options_.unfenced) {
         return false;  // the negative control trusts its lease forever
     }
-    const auto safe_until = w.client_ ? w.client_->safe_until() : std::nullopt;
-    const int64_t now = monotonic_ns();
-    if (safe_until && to_ns(*safe_until) > now) {
+    if (w.lease_.safe(w.client_.get())) {
         return false;
     }
-    const int64_t at = safe_until ? std::min(to_ns(*safe_until), now) : now;
-    HistoryEvent release{.process = w.process_,
-                         .type = "invoke",
-                         .f = "release",
-                         .key = w.options_.lock_name,
-                         .value = holding.lease.token};
-    w.history_.record_at(at, release);
-    release.type = "info";
-    release.error = "lease_lost";
-    w.history_.record_at(now, release);
-    ++w.totals_.info;
-    w.process_ += w.options_.processes;
+    w.record_loss(w.lease_, "release", w.options_.lock_name, holding.lease.token);
     w.abandon_session();
     return true;
 }
@@ -335,13 +375,18 @@ void lock_release(Worker& w, std::optional<Holding>& holding) {
         return;
     }
     w.complete_error("release", lock, token, released.error());
+    if (!definitely_failed(code)) {
+        // The lock may still be held by this session; ending it releases the lock for sure,
+        // where a later acquire on the same session would be a reentrant one.
+        w.abandon_session();
+    }
 }
 
 void run_lock(Worker& w) {
     std::optional<Holding> holding;
     while (w.running()) {
         w.pace();
-        if (holding && (!w.client_ || lease_lost(w, *holding))) {
+        if (holding && lease_lost(w, *holding)) {
             holding.reset();
         }
         if (!w.running() || !w.ensure_session()) {
@@ -357,7 +402,7 @@ void run_lock(Worker& w) {
     }
     // Other workers' acquires may still be waiting for this lock: the release that grants them
     // belongs in the history.
-    if (holding && w.client_ && !lease_lost(w, *holding)) {
+    if (holding && !lease_lost(w, *holding)) {
         lock_release(w, holding);
     }
 }
@@ -449,38 +494,60 @@ void sessions_read(Worker& w) {
 }
 
 // One session's life: open, create its ephemeral node, maybe delete it, then close or abandon
-// (expiry). In between, this worker reads other sessions' nodes.
+// (expiry). In between, this worker reads other sessions' nodes. Before each of its own steps the
+// worker checks the session's safe-until deadline: once it has passed, the cluster may have
+// expired the session (and deleted the node) at any moment since, so the cycle records an
+// `expire` from that moment on and ends.
 void sessions_cycle(Worker& w, uint64_t generation) {
     const std::string key = std::string(kEphemeralParent) + "/w" + std::to_string(w.worker_) + "-" +
                             std::to_string(generation);
     auto owner = std::make_unique<rc::Client>(client_options(w.options_, w.rng_()));
+    SafeUntilTracker lease;
     w.invoke("open", key, nullptr);
     auto opened = owner->open_session(std::chrono::milliseconds(w.options_.session_timeout_ms));
     if (!opened.ok()) {
         w.complete_error("open", key, nullptr, opened.error());
         return;  // an unknown open leaves its session to expire
     }
+    lease.opened(*owner);
     w.ok("open", key, static_cast<int64_t>(*opened));
-    w.invoke("create", key, nullptr);
-    auto created = owner->create(key, "x", {.kind = rc::NodeKind::kEphemeral});
-    if (created.ok()) {
-        w.ok("create", key, nullptr);
+    auto lost = [&] {
+        if (lease.safe(owner.get())) {
+            return false;
+        }
+        w.record_loss(lease, "expire", key, nullptr);
+        return true;
+    };
+    auto step = [&](const std::string& f, auto&& call) {
+        w.invoke(f, key, nullptr);
+        auto result = call();
+        if (result.ok()) {
+            w.ok(f, key, nullptr);
+        } else {
+            w.complete_error(f, key, nullptr, result.error());
+        }
+        return result.ok();
+    };
+    if (lost()) {
+        return;
+    }
+    const bool created =
+        step("create", [&] { return owner->create(key, "x", {.kind = rc::NodeKind::kEphemeral}); });
+    if (created) {
         path_board().add(key);
-    } else {
-        w.complete_error("create", key, nullptr, created.error());
     }
     std::uniform_int_distribution<int> reads(1, 4);
     for (int i = reads(w.rng_); i > 0 && w.running(); --i) {
         w.pace();
         sessions_read(w);
     }
-    if (created.ok() && std::uniform_int_distribution<int>(0, 3)(w.rng_) == 0) {
-        w.invoke("delete", key, nullptr);
-        auto removed = owner->remove(key);
-        if (removed.ok()) {
-            w.ok("delete", key, nullptr);
-        } else {
-            w.complete_error("delete", key, nullptr, removed.error());
+    if (lost()) {
+        return;
+    }
+    if (created && std::uniform_int_distribution<int>(0, 3)(w.rng_) == 0) {
+        step("delete", [&] { return owner->remove(key); });
+        if (lost()) {
+            return;
         }
     }
     if (std::uniform_int_distribution<int>(0, 2)(w.rng_) == 0) {
@@ -490,13 +557,7 @@ void sessions_cycle(Worker& w, uint64_t generation) {
         w.info("expire", key, nullptr, "abandoned");
         return;
     }
-    w.invoke("close", key, nullptr);
-    auto closed = owner->close_session();
-    if (closed.ok()) {
-        w.ok("close", key, nullptr);
-    } else {
-        w.complete_error("close", key, nullptr, closed.error());
-    }
+    step("close", [&] { return owner->close_session(); });
 }
 
 void run_sessions(Worker& w) {

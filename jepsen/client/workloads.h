@@ -37,7 +37,7 @@ struct WorkloadOptions {
     uint64_t seed = 1;
     int64_t deadline_ns = 0;  // CLOCK_MONOTONIC: no operation starts after it
     uint32_t session_timeout_ms = 3000;
-    uint32_t request_timeout_ms = 3000;
+    uint32_t request_timeout_ms = 1500;
     std::string lock_name = "jepsen-lock";
     // Negative control: lock holders write without a fence and ignore safe-until, as a client of
     // a lock service without fencing would. Expect the checker to find stale writes.
