@@ -27,6 +27,7 @@
 // The simpler "acquire is 1, release is 2" breaks on a second release: after one with a wrong
 // token, the server would replay that NOT_LOCK_HOLDER reply to the corrected command.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -864,6 +865,20 @@ int cmd_session_list(const Context& ctx) {
 
 int cmd_session_close(const Context& ctx, uint64_t session) {
     Client client(ctx.client_options());
+    // The library counts closing a session that is already gone as success (right for a retried
+    // close); a person asking to close one should hear that it was gone.
+    auto sessions = client.list_sessions();
+    if (!sessions.ok()) {
+        return report(ctx, sessions.error());
+    }
+    const bool live = std::any_of(sessions->begin(), sessions->end(),
+                                  [&](const client::SessionInfo& s) { return s.id == session; });
+    if (!live) {
+        return report(ctx, Error{ErrorCode::kSessionExpired,
+                                 fmt::format("session {} does not exist: it expired, was closed, "
+                                             "or never existed (see `raftlock session list`)",
+                                             session)});
+    }
     if (auto attached = client.attach_session(session, cross_process_seq()); !attached.ok()) {
         return report(ctx, attached.error());
     }

@@ -48,6 +48,10 @@ TEST_CASE("the CLI acquires, describes and releases a lock across processes",
     run_json(c, {"release", "deploy", "--session", std::to_string(session)});
     const nlohmann::json free = run_json(c, {"describe", "deploy"});
     CHECK(free["holders"].empty());
+    // The session outlives its lock until closed; a second close says it is gone.
+    run_json(c, {"session", "close", std::to_string(session)});
+    const nlohmann::json gone = run_json(c, {"session", "close", std::to_string(session)}, 1);
+    CHECK(gone["error"] == "session_expired");
     const nlohmann::json status = run_json(c, {"cluster", "status"});
     INFO(status.dump());
     CHECK(status.dump().find("leader") != std::string::npos);
