@@ -192,6 +192,21 @@ Decoded<raft::Entry> decode_entry(std::string_view value) {
     return finish(*reader, std::move(entry), "log entry");
 }
 
+Decoded<raft::Entry> decode_log_record(raft::Index key,
+                                       raft::Term prev_term,
+                                       std::string_view value) {
+    Decoded<raft::Entry> entry = decode_entry(value);
+    if (!entry.ok()) {
+        return corruption(
+            fmt::format("corrupt log record at index {}: {}", key, entry.error().message));
+    }
+    if (entry->index != key || entry->term < prev_term) {
+        return corruption(fmt::format("log record at index {} holds entry {}/{} after term {}", key,
+                                      entry->term, entry->index, prev_term));
+    }
+    return entry;
+}
+
 std::string encode_hard_state(const raft::HardState& hs) {
     std::string out = begin_value(24);
     put_u64(out, hs.term);

@@ -55,6 +55,14 @@ Decoded<raft::Index> decode_log_key(std::string_view key);
 std::string encode_entry(const raft::Entry& entry);
 Decoded<raft::Entry> decode_entry(std::string_view value);
 
+// One stored log record as recovery reads it (RocksStorage and FaultInjectingStorage open()):
+// it decodes (checksum, framing), holds the entry of its key, and its term is not below
+// `prev_term`, the term of the entry before it. The error names the index and the broken rule;
+// the caller adds where the record is.
+Decoded<raft::Entry> decode_log_record(raft::Index key,
+                                       raft::Term prev_term,
+                                       std::string_view value);
+
 std::string encode_hard_state(const raft::HardState& hs);
 Decoded<raft::HardState> decode_hard_state(std::string_view value);
 

@@ -41,18 +41,9 @@ std::optional<StorageError> decode_log(raft::Index first_key,
     raft::Term prev_term = out.log_start.term;
     out.entries.reserve(log.size());
     for (size_t i = 0; i < log.size(); ++i) {
-        const raft::Index key = first_key + i;
-        Decoded<raft::Entry> e = decode_entry(log[i]);
+        Decoded<raft::Entry> e = decode_log_record(first_key + i, prev_term, log[i]);
         if (!e.ok()) {
-            return corruption(
-                fmt::format("corrupt log record at index {}: {}", key, e.error().message));
-        }
-        if (e->index != key) {
-            return corruption(fmt::format("log record under key {} holds index {}", key, e->index));
-        }
-        if (e->term < prev_term) {
-            return corruption(fmt::format("log record at index {} has term {} below term {}", key,
-                                          e->term, prev_term));
+            return corruption(e.error().message);
         }
         prev_term = e->term;
         out.entries.push_back(std::move(*e));

@@ -261,15 +261,11 @@ std::optional<StorageError> RocksStorage::scan_log() {
                             describe_location(expected), expected,
                             index.ok() ? fmt::to_string(*index) : index.error().message));
         }
-        auto entry = decode_entry(std::string_view(it->value().data(), it->value().size()));
+        auto entry = decode_log_record(expected, prev_term,
+                                       std::string_view(it->value().data(), it->value().size()));
         if (!entry.ok()) {
-            return corruption(fmt::format("corrupt log record at index {} in {}: {}", expected,
-                                          describe_location(expected), entry.error().message));
-        }
-        if (entry->index != expected || entry->term < prev_term) {
-            return corruption(fmt::format(
-                "log record at index {} in {} holds entry {}/{} after term {}", expected,
-                describe_location(expected), entry->term, entry->index, prev_term));
+            return corruption(
+                fmt::format("{} (in {})", entry.error().message, describe_location(expected)));
         }
         terms_.append(entry->index, entry->term);
         prev_term = entry->term;
