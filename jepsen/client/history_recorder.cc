@@ -15,18 +15,17 @@ int64_t monotonic_ns() {
     return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-int64_t HistoryRecorder::record(uint64_t process,
-                                const std::string& type,
-                                const std::string& f,
-                                const std::string& key,
-                                const nlohmann::json& value,
-                                const std::string& error) {
+void HistoryRecorder::record(uint64_t process,
+                             const std::string& type,
+                             const std::string& f,
+                             const std::string& key,
+                             const nlohmann::json& value,
+                             const std::string& error) {
     std::lock_guard lock(mutex_);
     // The time is read under the lock, so the recording order is the real-time order.
     const int64_t now = monotonic_ns();
     RL_ASSERT(events_.size() < kEventsMax);
     events_.push_back(HistoryEvent{now, process, type, f, key, value, error, next_sequence_++});
-    return now;
 }
 
 void HistoryRecorder::record_at(int64_t time_ns, HistoryEvent event) {

@@ -36,13 +36,13 @@ public:
 
     explicit HistoryRecorder(int64_t origin_ns) : origin_ns_(origin_ns) {}
 
-    // Records an event stamped now; returns its time.
-    int64_t record(uint64_t process,
-                   const std::string& type,
-                   const std::string& f,
-                   const std::string& key,
-                   const nlohmann::json& value,
-                   const std::string& error = {});
+    // Records an event stamped now.
+    void record(uint64_t process,
+                const std::string& type,
+                const std::string& f,
+                const std::string& key,
+                const nlohmann::json& value,
+                const std::string& error = {});
     // Records an event at `time_ns` (CLOCK_MONOTONIC), which may be in the past.
     void record_at(int64_t time_ns, HistoryEvent event);
 

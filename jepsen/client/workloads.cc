@@ -31,8 +31,12 @@ constexpr uint64_t kLossProcessBase = 2'000'000;
 constexpr uint64_t kLossesPerWorker = 100'000;
 constexpr int64_t kValuesMax = 5;  // register values are 0..4: small, so cas often matches
 
-std::string key_path(uint32_t key) {
-    return std::string(kRoot) + "/k" + std::to_string(key);
+// Register k<i> of the history is node /jepsen/k<i>.
+std::string register_key(uint32_t index) {
+    return "k" + std::to_string(index);
+}
+std::string node_path(const std::string& key) {
+    return std::string(kRoot) + "/" + key;
 }
 
 // Whether an error means the operation certainly did not take effect (`fail`) rather than that
@@ -158,8 +162,8 @@ public:
         client_.reset();
     }
 
-    int64_t invoke(const std::string& f, const std::string& key, const nlohmann::json& value) {
-        return history_.record(process_, "invoke", f, key, value);
+    void invoke(const std::string& f, const std::string& key, const nlohmann::json& value) {
+        history_.record(process_, "invoke", f, key, value);
     }
     void ok(const std::string& f, const std::string& key, const nlohmann::json& value) {
         history_.record(process_, "ok", f, key, value);
@@ -236,7 +240,7 @@ nlohmann::json register_value(const std::string& data) {
 
 void register_read(Worker& w, const std::string& key) {
     w.invoke("read", key, nullptr);
-    auto got = w.client_->get(key_path(std::stoul(key.substr(1))));
+    auto got = w.client_->get(node_path(key));
     if (got.ok()) {
         w.ok("read", key, register_value(got->data));
     } else {
@@ -246,7 +250,7 @@ void register_read(Worker& w, const std::string& key) {
 
 void register_write(Worker& w, const std::string& key, int64_t value) {
     w.invoke("write", key, value);
-    auto set = w.client_->set(key_path(std::stoul(key.substr(1))), std::to_string(value));
+    auto set = w.client_->set(node_path(key), std::to_string(value));
     if (set.ok()) {
         w.ok("write", key, value);
     } else {
@@ -256,7 +260,7 @@ void register_write(Worker& w, const std::string& key, int64_t value) {
 
 void register_cas(Worker& w, const std::string& key, int64_t from, int64_t to) {
     const nlohmann::json value = {from, to};
-    const std::string path = key_path(std::stoul(key.substr(1)));
+    const std::string path = node_path(key);
     w.invoke("cas", key, value);
     auto got = w.client_->get(path);
     if (!got.ok()) {
@@ -284,7 +288,7 @@ void run_register(Worker& w) {
         if (!w.running() || !w.ensure_session()) {
             break;
         }
-        const std::string key = "k" + std::to_string(pick_key(w.rng_));
+        const std::string key = register_key(pick_key(w.rng_));
         switch (pick_op(w.rng_)) {
             case 0:
             case 1:
@@ -644,7 +648,7 @@ WatchLog& watch_log() {
 // A write that knows what it replaced: get, then set with the version read, so the change it
 // makes follows exactly the change it read (its mzxid).
 void watch_write(Worker& w, const std::string& key, int64_t value) {
-    const std::string path = key_path(std::stoul(key.substr(1)));
+    const std::string path = node_path(key);
     w.invoke("write", key, value);
     auto got = w.client_->get(path);
     if (!got.ok()) {
@@ -667,7 +671,7 @@ void run_watch_writer(Worker& w) {
         if (!w.running() || !w.ensure_session()) {
             break;
         }
-        watch_write(w, "k" + std::to_string(pick_key(w.rng_)), w.worker_ * 1'000'000'000LL + n);
+        watch_write(w, register_key(pick_key(w.rng_)), w.worker_ * 1'000'000'000LL + n);
     }
 }
 
@@ -677,7 +681,7 @@ void run_watcher(Worker& w) {
     rc::Client* raw = client.get();
     const uint32_t watcher = w.worker_;
     for (uint32_t k = 0; k < w.options_.keys && w.running(); ++k) {
-        const std::string path = key_path(k);
+        const std::string path = node_path(register_key(k));
         auto callback = [raw, watcher, path](const rc::WatchEvent& e) {
             if (e.type == rc::EventType::kNodeDataChanged) {
                 watch_log().deliver(
@@ -704,7 +708,7 @@ bool prepare_workload(const WorkloadOptions& options, std::string& error) {
     }
     std::vector<std::string> paths = {kRoot, kResource, kSequentialParent, kEphemeralParent};
     for (uint32_t k = 0; k < options.keys; ++k) {
-        paths.push_back(key_path(k));
+        paths.push_back(node_path(register_key(k)));
     }
     for (const std::string& path : paths) {
         auto created = client.create(path, "");
