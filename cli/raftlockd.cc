@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
 
@@ -36,6 +37,9 @@ public:
     net::PeerTransport* transport = nullptr;
     bool send(uint64_t to, const proto::PeerFrame& frame) override {
         return transport->send(to, frame);
+    }
+    void set_peers(const std::vector<net::PeerAddress>& peers) override {
+        transport->set_peers(peers);
     }
 };
 
@@ -111,15 +115,22 @@ void add_gauges(Metrics& metrics, const Replica& replica) {
 }
 
 // Ticks at a fixed rate: each deadline is the previous one plus the period, so a slow turn does
-// not stretch election timeouts.
-void schedule_tick(asio::steady_timer& timer, std::chrono::milliseconds period, Replica& replica) {
+// not stretch election timeouts. A node removed from the cluster stops ticking and stops.
+void schedule_tick(asio::steady_timer& timer,
+                   std::chrono::milliseconds period,
+                   Replica& replica,
+                   const std::function<void()>& stop) {
     timer.expires_at(timer.expiry() + period);
-    timer.async_wait([&timer, period, &replica](const boost::system::error_code& ec) {
+    timer.async_wait([&timer, period, &replica, &stop](const boost::system::error_code& ec) {
         if (ec) {
             return;
         }
         replica.tick();
-        schedule_tick(timer, period, replica);
+        if (replica.removed()) {
+            stop();
+            return;
+        }
+        schedule_tick(timer, period, replica, stop);
     });
 }
 
@@ -157,6 +168,7 @@ int run(const ServerConfig& config) {
             peer_options.peers.push_back(net::PeerAddress{m.id, m.raft.host, m.raft.port});
         }
     }
+    peer_options.on_removed = [&replica](uint64_t peer) { replica.on_removed_by_peer(peer); };
     net::PeerTransport transport(io, peer_options, [&replica](uint64_t from, proto::PeerFrame&& f) {
         replica.on_peer_frame(from, std::move(f));
     });
@@ -198,16 +210,11 @@ int run(const ServerConfig& config) {
                  listener.port(), config.admin_listen.host, admin.port());
 
     asio::steady_timer ticker(io, std::chrono::steady_clock::now());
-    schedule_tick(ticker, std::chrono::milliseconds(config.tick_ms), replica);
-
     asio::signal_set signals(io, SIGINT, SIGTERM);
-    signals.async_wait([&](const boost::system::error_code& error, int signal) {
-        if (error) {
-            return;
-        }
-        spdlog::info("signal {}: shutting down", signal);
+    const std::function<void()> stop = [&] {
         replica.shut_down();
         ticker.cancel();
+        signals.cancel();
         admin.stop();
         // Let the SHUTTING_DOWN replies go out before the sockets close.
         asio::post(io, [&] {
@@ -215,9 +222,18 @@ int run(const ServerConfig& config) {
             transport.stop();
             io.stop();
         });
+    };
+    schedule_tick(ticker, std::chrono::milliseconds(config.tick_ms), replica, stop);
+    signals.async_wait([&](const boost::system::error_code& error, int signal) {
+        if (error) {
+            return;
+        }
+        spdlog::info("signal {}: shutting down", signal);
+        stop();
     });
     io.run();
-    spdlog::info("node {} stopped", config.node_id);
+    spdlog::info("node {} stopped{}", config.node_id,
+                 replica.removed() ? ": it was removed from the cluster" : "");
     return 0;
 }
 

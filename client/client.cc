@@ -281,4 +281,41 @@ ClientResult<std::vector<SessionInfo>> Client::list_sessions() {
     return out;
 }
 
+ClientResult<std::vector<Member>> Client::members() {
+    proto::Request request;
+    request.mutable_list_members();
+    auto answer = impl_->call(std::move(request), {});
+    if (auto error = answer_error(answer, "list members")) {
+        return *error;
+    }
+    return from_proto(answer->members());
+}
+
+ClientResult<std::vector<Member>> Client::change_member(MemberChange change,
+                                                        uint64_t node_id,
+                                                        const std::string& address) {
+    proto::Request request;
+    proto::ChangeMember* body = request.mutable_change_member();
+    switch (change) {
+        case MemberChange::kAddVoter:
+            body->set_kind(proto::ChangeMember::ADD_VOTER);
+            break;
+        case MemberChange::kAddLearner:
+            body->set_kind(proto::ChangeMember::ADD_LEARNER);
+            break;
+        case MemberChange::kRemove:
+            body->set_kind(proto::ChangeMember::REMOVE);
+            break;
+    }
+    body->set_node_id(node_id);
+    body->set_address(address);
+    // The default request class: a follower's UNAVAILABLE moves the call on to the next node
+    // until it reaches the leader.
+    auto answer = impl_->call(std::move(request), {});
+    if (auto error = answer_error(answer, "member change")) {
+        return *error;
+    }
+    return from_proto(answer->members());
+}
+
 }  // namespace raftlock::client

@@ -113,6 +113,15 @@ public:
     // Asks exactly this endpoint (not necessarily one of ours) about itself.
     ClientResult<NodeStatus> node_status(const Endpoint& endpoint);
     ClientResult<std::vector<SessionInfo>> list_sessions();
+    // The committed configuration, by id (a linearizable read).
+    ClientResult<std::vector<Member>> members();
+    // One membership change (Raft thesis §4.1), answered with the new configuration once it is
+    // committed. `address` (HOST:PORT of the node's Raft port) is needed for a new node. Not
+    // idempotent: after a lost answer the library's retry may find the change made (kBadArguments
+    // "already a voter" / "not a member"). kChangeInProgress: another change is not committed yet.
+    ClientResult<std::vector<Member>> change_member(MemberChange change,
+                                                    uint64_t node_id,
+                                                    const std::string& address = {});
     // How many connections the client has made so far (1 after the first). Persistent watches
     // do not replay changes made while no connection was up, so a watch callback that sees this
     // number change knows events before it may be missing.

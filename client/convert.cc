@@ -62,6 +62,14 @@ SessionInfo from_proto(const proto::SessionInfo& info) {
                        info.locks()};
 }
 
+std::vector<Member> from_proto(const proto::MembersResult& members) {
+    std::vector<Member> out;
+    for (const proto::Member& m : members.members()) {
+        out.push_back(Member{m.id(), m.address(), m.learner()});
+    }
+    return out;
+}
+
 NodeStatus from_proto(const proto::NodeStatusResult& s) {
     NodeStatus out;
     out.id = s.id();

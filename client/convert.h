@@ -18,6 +18,7 @@ Stat from_proto(const proto::Stat& stat);
 LockInfo from_proto(const proto::LockInfo& info);
 SessionInfo from_proto(const proto::SessionInfo& info);
 NodeStatus from_proto(const proto::NodeStatusResult& status);
+std::vector<Member> from_proto(const proto::MembersResult& members);
 WatchEvent from_proto(const proto::WatchEvent& event);
 
 void fill_fence(const std::optional<Fence>& fence, proto::Request& request);

@@ -50,6 +50,8 @@ std::string_view to_string(ErrorCode code) {
             return "wait_timeout";
         case ErrorCode::kShuttingDown:
             return "shutting_down";
+        case ErrorCode::kChangeInProgress:
+            return "change_in_progress";
         case ErrorCode::kConnectFailed:
             return "connect_failed";
         case ErrorCode::kTimeout:
@@ -73,7 +75,7 @@ std::string_view to_string(ErrorCode code) {
 }
 
 ErrorCode error_code_from_wire(int32_t wire_code) {
-    if ((wire_code >= 0 && wire_code <= 15) || (wire_code >= 100 && wire_code <= 105)) {
+    if ((wire_code >= 0 && wire_code <= 15) || (wire_code >= 100 && wire_code <= 106)) {
         return static_cast<ErrorCode>(wire_code);
     }
     return ErrorCode::kBadRequest;

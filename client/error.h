@@ -36,6 +36,7 @@ enum class ErrorCode : uint32_t {
     kBadRequest = 103,
     kWaitTimeout = 104,
     kShuttingDown = 105,
+    kChangeInProgress = 106,  // another membership change is not committed yet; retry shortly
     // Client-side codes.
     kConnectFailed = 1000,  // no endpoint accepted a connection before the deadline
     kTimeout = 1001,        // the caller's deadline passed; a write's outcome is unknown

@@ -12,6 +12,7 @@ RetryAction on_response(ErrorCode code, RequestClass request_class) {
                                                           : RetryAction::kFailover;
         case ErrorCode::kServerTimeout:
         case ErrorCode::kTooManyRequests:
+        case ErrorCode::kChangeInProgress:  // nothing was done: the change waits its turn
             return request_class == RequestClass::kPinned ? RetryAction::kDeliver
                                                           : RetryAction::kRetryHere;
         default:

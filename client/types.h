@@ -188,6 +188,19 @@ struct NodeStatus {
     std::string client_endpoint;
 };
 
+// A member of the cluster's committed configuration.
+struct Member {
+    uint64_t id = 0;
+    std::string address;  // HOST:PORT of its Raft port
+    bool learner = false;
+};
+
+enum class MemberChange : uint8_t {
+    kAddVoter,    // a new node, or the promotion of a learner
+    kAddLearner,  // a new non-voting node, or the demotion of a voter
+    kRemove,
+};
+
 struct WatchEvent {
     std::string path;
     EventType type = EventType::kNodeDataChanged;

@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <set>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -92,6 +93,9 @@ struct OutPeer {
     size_t inflight_frames = 0;
     size_t inflight_bytes = 0;
     uint32_t backoff_ms;
+    // No longer a peer (set_peers): not dialled, sent to or accepted. Kept, not destroyed, because
+    // pending handlers hold a pointer to it.
+    bool retired = false;
     PeerStats stats;  // counters; connected and the queue sizes are filled in by stats()
 };
 
@@ -125,6 +129,7 @@ public:
     Result<bool, std::string> start();
     uint16_t port() const { return port_; }
     bool send(uint64_t to, const proto::PeerFrame& frame);
+    void set_peers(const std::vector<PeerAddress>& peers);
     void stop();
     std::vector<PeerStats> stats() const;
 
@@ -146,6 +151,7 @@ private:
     void post_flush(OutPeer& peer);
     void flush(OutPeer& peer);
     void fail(OutPeer& peer, const std::string& why);
+    void hang_up(OutPeer& peer);
     milliseconds next_backoff(OutPeer& peer);
     void log_out(const OutPeer& peer, const char* cause, const std::string& what);
 
@@ -209,11 +215,7 @@ void Core::stop() {
     acceptor_.close(ignored);
     accept_retry_.cancel();
     for (auto& [id, peer] : peers_) {
-        peer->socket.close(ignored);
-        peer->timer.cancel();
-        peer->resolver.cancel();
-        ++peer->generation;
-        peer->state = OutPeer::State::kIdle;
+        hang_up(*peer);
     }
     for (auto& [id, in] : incoming_) {
         in->closed = true;
@@ -223,10 +225,81 @@ void Core::stop() {
     incoming_.clear();
 }
 
+// Ends the current attempt or connection without scheduling another: stale handlers see the new
+// generation and return.
+void Core::hang_up(OutPeer& peer) {
+    error_code ignored;
+    peer.socket.close(ignored);
+    peer.timer.cancel();
+    peer.resolver.cancel();
+    ++peer.generation;
+    peer.state = OutPeer::State::kIdle;
+    peer.writing = false;
+    peer.inflight_frames = 0;
+    peer.inflight_bytes = 0;
+    peer.decoder = FrameDecoder(kHandshakeFrameBytesMax);
+}
+
+void Core::set_peers(const std::vector<PeerAddress>& peers) {
+    if (stopped_) {
+        return;
+    }
+    std::set<uint64_t> wanted;
+    for (const PeerAddress& a : peers) {
+        RL_ASSERT_MSG(a.id != 0 && a.id != options_.self_id, "peer ids are positive, not self");
+        RL_ASSERT_MSG(wanted.insert(a.id).second, "duplicate peer id");
+        auto it = peers_.find(a.id);
+        if (it == peers_.end()) {
+            it = peers_.emplace(a.id, std::make_unique<OutPeer>(io_, a, options_.backoff_ms_min))
+                     .first;
+        } else {
+            OutPeer& peer = *it->second;
+            if (!peer.retired && peer.address.host == a.host && peer.address.port == a.port) {
+                continue;
+            }
+            // A returning peer, or one at a new address: a fresh connection.
+            hang_up(peer);
+            peer.address = a;
+            peer.retired = false;
+            peer.backoff_ms = options_.backoff_ms_min;
+        }
+        log_.log(fmt::format("peer:{}:{}:{}", a.id, a.host, a.port),
+                 fmt::format("node {}: node {} is a peer at {}:{}", options_.self_id, a.id, a.host,
+                             a.port));
+        if (started_) {
+            dial(*it->second);
+        }
+    }
+    for (auto& [id, peer] : peers_) {
+        if (wanted.count(id) != 0 || peer->retired) {
+            continue;
+        }
+        // A removed member: its queue is dropped, its connections closed, its Hellos refused.
+        hang_up(*peer);
+        peer->retired = true;
+        peer->queue.clear();
+        peer->queue_bytes = 0;
+        std::vector<InPtr> from_it;
+        for (const auto& [in_id, in] : incoming_) {
+            if (in->from == id) {
+                from_it.push_back(in);
+            }
+        }
+        for (const InPtr& in : from_it) {
+            close_incoming(*in, "");
+        }
+        log_.log(fmt::format("retired:{}", id),
+                 fmt::format("node {}: node {} is no longer a peer", options_.self_id, id));
+    }
+}
+
 std::vector<PeerStats> Core::stats() const {
     std::vector<PeerStats> out;
     out.reserve(peers_.size());
     for (const auto& [id, peer] : peers_) {
+        if (peer->retired) {
+            continue;
+        }
         PeerStats s = peer->stats;
         s.connected = peer->state == OutPeer::State::kConnected;
         s.queued_frames = peer->queue.size() + peer->inflight_frames;
@@ -338,18 +411,28 @@ bool Core::on_incoming_frame(const InPtr& in, proto::PeerFrame&& frame) {
             break;
     }
     const uint64_t from = in->from;
-    ++peers_.at(from)->stats.frames_received;
+    OutPeer& peer = *peers_.at(from);
+    if (peer.retired) {
+        close_incoming(*in, "no longer a peer");
+        return false;
+    }
+    ++peer.stats.frames_received;
     handler_(from, std::move(frame));
     // The handler may have stopped the transport.
     return !stopped_ && !in->closed;
 }
 
 bool Core::on_hello(const InPtr& in, const proto::Hello& hello) {
-    const auto known = peers_.find(hello.from());
-    const std::string refusal = hello_refusal(hello, options_, known != peers_.end());
+    auto known = peers_.find(hello.from());
+    const bool removed = known != peers_.end() && known->second->retired;
+    std::string refusal = hello_refusal(hello, options_, known != peers_.end());
+    if (refusal.empty() && removed) {
+        refusal = fmt::format("node {} was removed from the cluster", hello.from());
+    }
     proto::PeerFrame reply;
     reply.mutable_hello_reply()->set_accepted(refusal.empty());
     reply.mutable_hello_reply()->set_reason(refusal);
+    reply.mutable_hello_reply()->set_removed(removed);
     auto bytes = std::make_shared<std::string>();
     encode_message_frame(reply, *bytes);
     if (!refusal.empty()) {
@@ -422,7 +505,7 @@ void Core::dial(OutPeer& peer) {
     peer.state = OutPeer::State::kConnecting;
     const uint64_t gen = ++peer.generation;
     auto self = shared_from_this();
-    OutPeer* p = &peer;  // peers_ never changes after construction; handlers hold `self`
+    OutPeer* p = &peer;  // peers_ only grows (retired peers stay); handlers hold `self`
     peer.timer.expires_after(milliseconds(options_.connect_timeout_ms));
     peer.timer.async_wait([self, p, gen](error_code ec) {
         if (!ec && !self->stopped_ && p->generation == gen) {
@@ -521,7 +604,11 @@ void Core::on_outgoing_bytes(OutPeer& peer, uint64_t gen, size_t n) {
     }
     if (!frame.hello_reply().accepted()) {
         ++peer.stats.refused_by_peer;
+        const bool removed = frame.hello_reply().removed();
         fail(peer, "refused: " + frame.hello_reply().reason());
+        if (removed && options_.on_removed) {
+            options_.on_removed(peer.address.id);  // may stop the transport
+        }
         return;
     }
     peer.state = OutPeer::State::kConnected;
@@ -538,7 +625,7 @@ bool Core::send(uint64_t to, const proto::PeerFrame& frame) {
         return false;
     }
     const auto it = peers_.find(to);
-    if (it == peers_.end()) {
+    if (it == peers_.end() || it->second->retired) {
         return false;
     }
     OutPeer& peer = *it->second;
@@ -685,6 +772,10 @@ uint16_t PeerTransport::port() const {
 
 bool PeerTransport::send(uint64_t to, const proto::PeerFrame& frame) {
     return impl_->core->send(to, frame);
+}
+
+void PeerTransport::set_peers(const std::vector<PeerAddress>& peers) {
+    impl_->core->set_peers(peers);
 }
 
 void PeerTransport::stop() {

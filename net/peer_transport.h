@@ -48,7 +48,7 @@ struct PeerTransportOptions {
     uint64_t self_id = 0;
     std::string listen_host = "127.0.0.1";
     uint16_t listen_port = 0;        // 0: an ephemeral port (tests); see PeerTransport::port()
-    std::vector<PeerAddress> peers;  // every other voter/learner; self excluded
+    std::vector<PeerAddress> peers;  // every other voter/learner; self excluded (see set_peers)
     uint32_t frame_bytes_max = 64u << 20;
     size_t queue_frames_max = 8192;
     size_t queue_bytes_max = 256u << 20;
@@ -58,6 +58,9 @@ struct PeerTransportOptions {
     // Incoming connections at once (handshaking or accepted); more are closed at accept. Peers
     // dial one connection each, so this only bounds strangers and reconnect storms.
     size_t incoming_connections_max = 64;
+    // Called when a peer refuses this node's Hello because this node was removed from the
+    // cluster (the peer retired it after applying the removal; see set_peers). Optional.
+    std::function<void(uint64_t peer)> on_removed;
 };
 
 struct PeerStats {
@@ -91,6 +94,13 @@ public:
 
     // Queues `frame` for peer `to`. False when `to` is unknown or its queue is full (dropped).
     bool send(uint64_t to, const proto::PeerFrame& frame);
+
+    // Replaces the peer list after a membership change: new peers are dialled, peers at a new
+    // address redialled, and peers left out retired (their queue dropped, their connections
+    // closed, their Hellos refused with HelloReply.removed). Call it with the committed
+    // configuration's members still included until the removal is committed, or a removed
+    // leader never hears that its own removal committed.
+    void set_peers(const std::vector<PeerAddress>& peers);
 
     // Closes every connection and the listener; handler is not called afterwards.
     void stop();

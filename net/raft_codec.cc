@@ -16,12 +16,14 @@ constexpr uint32_t kEntryTypeMax = static_cast<uint32_t>(raft::EntryType::kConfC
 void conf_state_to_proto(const raft::ConfState& cs, proto::ConfState& out) {
     out.mutable_voters()->Add(cs.voters.begin(), cs.voters.end());
     out.mutable_learners()->Add(cs.learners.begin(), cs.learners.end());
+    out.mutable_addresses()->insert(cs.addresses.begin(), cs.addresses.end());
 }
 
 raft::ConfState conf_state_from_proto(const proto::ConfState& cs) {
     raft::ConfState out;
     out.voters.assign(cs.voters().begin(), cs.voters().end());
     out.learners.assign(cs.learners().begin(), cs.learners().end());
+    out.addresses.insert(cs.addresses().begin(), cs.addresses().end());
     return out;
 }
 

@@ -8,9 +8,14 @@ namespace raftlock::raft {
 
 namespace {
 
-constexpr uint8_t kConfChangeVersion = 1;
+// Version 2 added the change's address and the configuration's addresses; version 1 entries
+// (written before) still decode, without addresses.
+constexpr uint8_t kConfChangeVersion = 2;
+constexpr uint8_t kConfChangeVersionWithoutAddresses = 1;
 // More members than any real cluster has; bounds what a decoder accepts.
 constexpr uint64_t kMaxMembers = 1024;
+// Longer than any host:port; bounds what a decoder accepts.
+constexpr size_t kAddressBytesMax = 1024;
 
 void put_ids(Writer& w, const std::vector<NodeId>& ids) {
     w.varint(ids.size());
@@ -47,6 +52,32 @@ Error invalid(std::string message) {
     return Error{ErrorCode::kInvalidArgument, std::move(message)};
 }
 
+void put_addresses(Writer& w, const std::map<NodeId, std::string>& addresses) {
+    w.varint(addresses.size());
+    for (const auto& [id, address] : addresses) {
+        w.varint(id);
+        w.bytes(address);
+    }
+}
+
+bool get_addresses(Reader& r, std::map<NodeId, std::string>* addresses) {
+    const uint64_t n = r.varint_in(0, kMaxMembers);
+    for (uint64_t i = 0; i < n && r.ok(); ++i) {
+        const NodeId id = r.varint();
+        std::string address = r.bytes(kAddressBytesMax);
+        if (!r.ok() || id == kNoNode || !addresses->emplace(id, std::move(address)).second) {
+            return false;
+        }
+    }
+    return r.ok();
+}
+
+bool addresses_are_of_members(const ConfState& conf) {
+    return std::all_of(conf.addresses.begin(), conf.addresses.end(), [&](const auto& entry) {
+        return is_voter(conf, entry.first) || is_learner(conf, entry.first);
+    });
+}
+
 }  // namespace
 
 bool valid_conf_state(const ConfState& conf) {
@@ -59,7 +90,8 @@ bool valid_conf_state(const ConfState& conf) {
         return false;
     }
     return std::none_of(conf.learners.begin(), conf.learners.end(),
-                        [&](NodeId id) { return is_voter(conf, id); });
+                        [&](NodeId id) { return is_voter(conf, id); }) &&
+           addresses_are_of_members(conf);
 }
 
 bool is_voter(const ConfState& conf, NodeId id) {
@@ -78,17 +110,22 @@ std::string encode_conf_change(const ConfChangeRecord& record) {
     if (record.change) {
         w.u8(static_cast<uint8_t>(record.change->type));
         w.varint(record.change->node_id);
+        w.bytes(record.change->address);
     }
     put_ids(w, record.conf_state.voters);
     put_ids(w, record.conf_state.learners);
+    put_addresses(w, record.conf_state.addresses);
     return out;
 }
 
 Result<ConfChangeRecord, Error> decode_conf_change(const std::string& data) {
     Reader r(data);
-    if (r.u8() != kConfChangeVersion || !r.ok()) {
+    const uint8_t version = r.u8();
+    if (!r.ok() ||
+        (version != kConfChangeVersion && version != kConfChangeVersionWithoutAddresses)) {
         return invalid("configuration entry: unknown version");
     }
+    const bool with_addresses = version == kConfChangeVersion;
     ConfChangeRecord record;
     const uint8_t has_change = r.u8();
     if (!r.ok() || has_change > 1) {
@@ -106,10 +143,17 @@ Result<ConfChangeRecord, Error> decode_conf_change(const std::string& data) {
         if (!r.ok() || node_id == kNoNode) {
             return invalid("configuration entry: bad node id");
         }
-        record.change = ConfChange{static_cast<ConfChangeType>(type), node_id};
+        std::string address = with_addresses ? r.bytes(kAddressBytesMax) : std::string();
+        if (!r.ok()) {
+            return invalid("configuration entry: bad address");
+        }
+        record.change = ConfChange{static_cast<ConfChangeType>(type), node_id, std::move(address)};
     }
     if (!get_ids(r, &record.conf_state.voters) || !get_ids(r, &record.conf_state.learners)) {
         return invalid("configuration entry: bad member list");
+    }
+    if (with_addresses && !get_addresses(r, &record.conf_state.addresses)) {
+        return invalid("configuration entry: bad address list");
     }
     if (!r.at_end()) {
         return invalid("configuration entry: trailing bytes");
@@ -118,6 +162,9 @@ Result<ConfChangeRecord, Error> decode_conf_change(const std::string& data) {
         if (is_voter(record.conf_state, id)) {
             return invalid("configuration entry: a node is both voter and learner");
         }
+    }
+    if (!addresses_are_of_members(record.conf_state)) {
+        return invalid("configuration entry: an address of a node that is not a member");
     }
     return record;
 }
@@ -149,10 +196,14 @@ Result<ConfState, Error> apply_conf_change(const ConfState& conf, const ConfChan
             }
             erase_id(&next.voters, id);
             erase_id(&next.learners, id);
+            next.addresses.erase(id);
             break;
     }
     if (next.voters.empty()) {
         return invalid("a configuration needs at least one voter");
+    }
+    if (change.type != ConfChangeType::kRemoveNode && !change.address.empty()) {
+        next.addresses[id] = change.address;
     }
     return next;
 }

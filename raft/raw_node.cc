@@ -118,6 +118,18 @@ NodeStatus RawNode::status() const {
     return st;
 }
 
+const ConfState& RawNode::conf_state() const {
+    return raft_->conf_state();
+}
+
+Index RawNode::last_index() const {
+    return raft_->log().last_index();
+}
+
+Term RawNode::term() const {
+    return raft_->hard_state().term;
+}
+
 NodeId RawNode::id() const {
     return raft_->id();
 }

@@ -108,6 +108,11 @@ public:
 
     NodeStatus status() const;
     NodeId id() const;
+    // The active configuration: the latest in the log, committed or not (thesis §4.1).
+    const ConfState& conf_state() const;
+    // The index of the last entry in the log (the one a successful propose just appended).
+    Index last_index() const;
+    Term term() const;
     // Direct access for tests (interaction scripts, simulator invariants).
     const Raft& raft() const { return *raft_; }
 

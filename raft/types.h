@@ -5,6 +5,7 @@
 // and storage layers encode them at the edges. Every type has a stable text form (text.h).
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,10 @@ struct HardState {
 struct ConfState {
     std::vector<NodeId> voters;
     std::vector<NodeId> learners;
+    // Where members can be reached ("host:port" for raftlockd), opaque to the core: it only keeps
+    // them with the configuration so every node, and every snapshot, knows them (as LogCabin's
+    // configurations do). Keys are members; a member may have none (the simulator uses none).
+    std::map<NodeId, std::string> addresses;
 
     bool empty() const { return voters.empty() && learners.empty(); }
     friend bool operator==(const ConfState&, const ConfState&) = default;
@@ -64,6 +69,8 @@ enum class ConfChangeType : uint8_t { kAddVoter, kAddLearner, kRemoveNode };
 struct ConfChange {
     ConfChangeType type = ConfChangeType::kAddVoter;
     NodeId node_id = kNoNode;
+    // For an add: the node's address, recorded in the configuration. Empty keeps the one it has.
+    std::string address;
 
     friend bool operator==(const ConfChange&, const ConfChange&) = default;
 };

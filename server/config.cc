@@ -73,46 +73,8 @@ std::string range_text(uint64_t lo, uint64_t hi) {
     return fmt::format("an integer in {}..{}", lo, hi);
 }
 
-// Hosts are names or IP addresses; an IPv6 address is written in brackets ("[::1]:7001") and
-// stored without them, as resolvers and Asio expect.
-std::optional<Endpoint> parse_endpoint(std::string_view text) {
-    std::string_view host;
-    std::string_view port;
-    if (text.starts_with('[')) {
-        const size_t close = text.find(']');
-        if (close == std::string_view::npos || text.substr(close + 1, 1) != ":") {
-            return std::nullopt;
-        }
-        host = text.substr(1, close - 1);
-        port = text.substr(close + 2);
-    } else {
-        const size_t colon = text.rfind(':');
-        if (colon == std::string_view::npos) {
-            return std::nullopt;
-        }
-        host = text.substr(0, colon);
-        port = text.substr(colon + 1);
-        if (host.find(':') != std::string_view::npos) {
-            return std::nullopt;
-        }
-    }
-    const bool host_ok = !host.empty() && host.find_first_of(" \t\n=[]") == std::string_view::npos;
-    const std::optional<uint16_t> port_number = parse_integer<uint16_t>(port);
-    if (!host_ok || !port_number || *port_number == 0) {
-        return std::nullopt;
-    }
-    return Endpoint{std::string(host), *port_number};
-}
-
-std::string endpoint_text(const Endpoint& endpoint) {
-    if (endpoint.host.find(':') != std::string::npos) {
-        return fmt::format("[{}]:{}", endpoint.host, endpoint.port);
-    }
-    return fmt::format("{}:{}", endpoint.host, endpoint.port);
-}
-
 std::string member_text(const Member& member) {
-    return fmt::format("{}={}", member.id, endpoint_text(member.raft));
+    return fmt::format("{}={}", member.id, to_string(member.raft));
 }
 
 std::string member_expectation(std::string_view text) {
@@ -185,7 +147,7 @@ Field endpoint_field(Field field, Endpoint ServerConfig::*member) {
         return std::string();
     };
     field.show = [member](const ServerConfig& c) {
-        return (c.*member).host.empty() ? std::string() : endpoint_text(c.*member);
+        return (c.*member).host.empty() ? std::string() : to_string(c.*member);
     };
     return field;
 }
@@ -222,6 +184,20 @@ Field data_dir_field(Field field) {
     return field;
 }
 
+Field initial_state_field(Field field) {
+    field.store = [](ServerConfig& c, std::string_view text) {
+        if (text != "new" && text != "existing") {
+            return std::string("expected new or existing");
+        }
+        c.join_existing = text == "existing";
+        return std::string();
+    };
+    field.show = [](const ServerConfig& c) {
+        return std::string(c.join_existing ? "existing" : "new");
+    };
+    return field;
+}
+
 Field log_level_field(Field field) {
     field.store = [](ServerConfig& c, std::string_view text) {
         const std::optional<LogLevel> level = parse_log_level(text);
@@ -247,6 +223,9 @@ void add_identity_fields(std::vector<Field>& out) {
                                 &ServerConfig::cluster_id, 1, kNoMax));
     out.push_back(members_field({"member", "members", "ID=HOST:PORT", "Identity",
                                  "a member's Raft address; once per member", "1=127.0.0.1:7001"}));
+    out.push_back(
+        initial_state_field({"initial-cluster-state", "initial_cluster_state", "new|existing",
+                             "Identity", "existing: join a running cluster (member add)"}));
     out.push_back(endpoint_field({"client-listen", "client_listen", "HOST:PORT", "Addresses",
                                   "client protocol address", "127.0.0.1:7101"},
                                  &ServerConfig::client_listen));
@@ -398,7 +377,7 @@ std::string check_member_list(const ServerConfig& c, const Namer& namer) {
     for (size_t i = 0; i < c.members.size(); ++i) {
         const Member& m = c.members[i];
         const std::string text = member_text(m);
-        if (m.id == 0 || !parse_endpoint(endpoint_text(m.raft))) {
+        if (m.id == 0 || !parse_endpoint(to_string(m.raft))) {
             return fmt::format("{}: {}", namer.value(f, text), member_expectation(text));
         }
         for (size_t j = 0; j < i; ++j) {
@@ -411,7 +390,7 @@ std::string check_member_list(const ServerConfig& c, const Namer& namer) {
                 return fmt::format(
                     "{}: address {} is already member {}'s: expected distinct "
                     "addresses",
-                    namer.value(f, text), endpoint_text(m.raft), other.id);
+                    namer.value(f, text), to_string(m.raft), other.id);
             }
         }
     }
@@ -432,20 +411,20 @@ std::string check_listen_addresses(const ServerConfig& c, const Namer& namer) {
     const Field& admin = field_by_flag("admin-listen");
     for (const Field* f : {&client, &admin}) {
         const Endpoint& e = f == &client ? c.client_listen : c.admin_listen;
-        if (!parse_endpoint(endpoint_text(e))) {
+        if (!parse_endpoint(to_string(e))) {
             return fmt::format("{}: expected HOST:PORT with a port in 1..65535",
-                               namer.value(*f, endpoint_text(e)));
+                               namer.value(*f, to_string(e)));
         }
         for (const Member& m : c.members) {
             if (m.raft == e) {
                 return fmt::format("{}: member {}'s Raft address: expected an address of its own",
-                                   namer.value(*f, endpoint_text(e)), m.id);
+                                   namer.value(*f, to_string(e)), m.id);
             }
         }
     }
     if (c.client_listen == c.admin_listen) {
         return fmt::format("{}: same as --client-listen: expected an address of its own",
-                           namer.value(admin, endpoint_text(c.admin_listen)));
+                           namer.value(admin, to_string(c.admin_listen)));
     }
     return "";
 }
@@ -690,6 +669,42 @@ std::string apply_flags(const CommandLine& cl, ServerConfig& c, Namer& namer) {
 }
 
 }  // namespace
+
+std::optional<Endpoint> parse_endpoint(std::string_view text) {
+    std::string_view host;
+    std::string_view port;
+    if (text.starts_with('[')) {
+        const size_t close = text.find(']');
+        if (close == std::string_view::npos || text.substr(close + 1, 1) != ":") {
+            return std::nullopt;
+        }
+        host = text.substr(1, close - 1);
+        port = text.substr(close + 2);
+    } else {
+        const size_t colon = text.rfind(':');
+        if (colon == std::string_view::npos) {
+            return std::nullopt;
+        }
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if (host.find(':') != std::string_view::npos) {
+            return std::nullopt;
+        }
+    }
+    const bool host_ok = !host.empty() && host.find_first_of(" \t\n=[]") == std::string_view::npos;
+    const std::optional<uint16_t> port_number = parse_integer<uint16_t>(port);
+    if (!host_ok || !port_number || *port_number == 0) {
+        return std::nullopt;
+    }
+    return Endpoint{std::string(host), *port_number};
+}
+
+std::string to_string(const Endpoint& endpoint) {
+    if (endpoint.host.find(':') != std::string::npos) {
+        return fmt::format("[{}]:{}", endpoint.host, endpoint.port);
+    }
+    return fmt::format("{}:{}", endpoint.host, endpoint.port);
+}
 
 std::string_view to_string(LogLevel level) {
     switch (level) {

@@ -7,7 +7,9 @@
 // The flag and key names are documented in docs/operations.md.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "raft/result.h"
@@ -19,6 +21,12 @@ struct Endpoint {
     uint16_t port = 0;
     friend bool operator==(const Endpoint&, const Endpoint&) = default;
 };
+
+// "HOST:PORT" with a port in 1..65535. Hosts are names or IP addresses; an IPv6 address is written
+// in brackets ("[::1]:7001") and stored without them, as resolvers and Asio expect.
+std::optional<Endpoint> parse_endpoint(std::string_view text);
+// The inverse of parse_endpoint.
+std::string to_string(const Endpoint& endpoint);
 
 // A member of the initial cluster: its id and the address of its Raft (peer) port.
 struct Member {
@@ -37,6 +45,12 @@ struct ServerConfig {
     // node_id; ids distinct; 1..9 members. Used to bootstrap a new data directory and to find
     // peers.
     std::vector<Member> members;
+    // --initial-cluster-state new|existing (as etcd's flag). new: an empty data directory is
+    // bootstrapped with `members` as the founding voters. existing: it is not; the node waits for
+    // the leader to replicate the log to it after `raftlock member add`, and `members` only says
+    // where the current members are until it has their configuration. Ignored once the data
+    // directory has a log.
+    bool join_existing = false;
 
     // --- where to listen and store
     // ---------------------------------------------------------------- The Raft port is this node's

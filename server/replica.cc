@@ -92,9 +92,15 @@ void Replica::bootstrap_if_new() {
     if (storage_->last_index() > 0 || !init.hard_state.empty()) {
         return;
     }
+    if (config_.join_existing) {
+        spdlog::info("node {} starts empty and waits to be added (raftlock member add {} ADDRESS)",
+                     config_.node_id, config_.node_id);
+        return;
+    }
     raft::ConfState conf;
     for (const Member& m : config_.members) {
         conf.voters.push_back(m.id);
+        conf.addresses[m.id] = to_string(m.raft);
     }
     std::sort(conf.voters.begin(), conf.voters.end());
     const raft::Bootstrap b = raft::make_bootstrap(conf);
@@ -140,6 +146,9 @@ void Replica::flush() {
 
 void Replica::drive() {
     while (!ready_in_flight_ && raw_->has_ready()) {
+        // Before the Ready's messages go out: they may be for a member the configuration (or a
+        // snapshot) just added.
+        refresh_peers();
         auto ready = std::make_shared<raft::Ready>(raw_->ready());
         if (ready->soft_state) {
             on_soft_state(*ready->soft_state);
@@ -165,6 +174,8 @@ void Replica::drive() {
                 drive();
             });
     }
+    // Applied entries may have committed a removal: its node is no longer a peer.
+    refresh_peers();
 }
 
 void Replica::finish_ready(raft::Ready& ready) {
@@ -302,6 +313,7 @@ void Replica::maybe_propose_noop() {
 
 void Replica::expire_requests() {
     const int64_t now_ms = clock_.steady_ms();
+    expire_member_change(now_ms);
     for (auto it = pending_writes_.begin(); it != pending_writes_.end();) {
         if (it->second.deadline_ms > now_ms) {
             ++it;
@@ -340,6 +352,11 @@ void Replica::expire_requests() {
 
 void Replica::shut_down() {
     shutting_down_ = true;
+    if (member_change_) {
+        respond_error(member_change_->client, proto::SHUTTING_DOWN,
+                      "shutting down before the membership change was committed; it may still be");
+        member_change_.reset();
+    }
     for (auto& [key, pending] : pending_writes_) {
         respond_error(ClientRef{pending.conn, pending.request_id}, proto::SHUTTING_DOWN);
     }

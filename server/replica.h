@@ -28,12 +28,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "net/client_listener.h"
+#include "net/peer_transport.h"
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
 #include "raft/raw_node.h"
@@ -53,6 +55,8 @@ public:
     virtual ~PeerSink() = default;
     // False when the frame was dropped (unknown peer, full queue); Raft recovers from that.
     virtual bool send(uint64_t to, const proto::PeerFrame& frame) = 0;
+    // The nodes this one talks to, after a membership change (net::PeerTransport::set_peers).
+    virtual void set_peers(const std::vector<net::PeerAddress>& peers) = 0;
 };
 
 class ClientSink {
@@ -99,6 +103,10 @@ public:
     bool is_leader() const { return soft_.role == raft::Role::kLeader; }
     uint64_t leader() const { return soft_.leader; }
     raft::Index applied_index() const { return applied_index_; }
+    // A committed configuration removed this node: it has shut down and the process should exit.
+    bool removed() const { return removed_; }
+    // A peer refused this node because it applied this node's removal (net::PeerTransport).
+    void on_removed_by_peer(uint64_t peer);
     const statemachine::StateMachine& state() const { return sm_; }
     size_t connection_count() const { return connections_.size(); }
 
@@ -141,6 +149,13 @@ private:
         std::vector<ForwardedKeepAlive> forwarded;
         int64_t deadline_ms = 0;
         bool empty() const { return reads.empty() && keepalives.empty() && forwarded.empty(); }
+    };
+    // A membership change proposed by this leader, answered when its entry applies.
+    struct PendingMemberChange {
+        ClientRef client;
+        raft::Index index = 0;
+        raft::Term term = 0;
+        int64_t deadline_ms = 0;
     };
     struct KeepAliveForward {
         std::vector<std::pair<ClientRef, uint64_t>> clients;  // (client, session)
@@ -185,6 +200,14 @@ private:
     void respond_error(const ClientRef& client, proto::Code code, std::string message = {});
     void note_session(net::ConnectionId conn, uint64_t session);
 
+    // replica_members.cc: membership changes and the peer list.
+    void change_member(net::ConnectionId conn, const proto::Request& request);
+    void on_conf_applied(const raft::Entry& entry, const raft::ConfState& conf);
+    void settle_member_change(const raft::Entry& entry, const raft::ConfState* conf);
+    void expire_member_change(int64_t now_ms);
+    void refresh_peers();
+    void fill_members(const raft::ConfState& conf, proto::MembersResult& out) const;
+
     // replica_peers.cc: forwarding between nodes.
     void handle_forward_write(uint64_t from, const proto::ForwardWrite& forward);
     void handle_forward_keepalive(uint64_t from, const proto::ForwardKeepAlive& forward);
@@ -220,6 +243,10 @@ private:
     int64_t last_noop_ms_ = 0;
     uint64_t next_nonce_ = 0;
     uint64_t next_tag_ = 0;
+    bool removed_ = false;
+    std::optional<PendingMemberChange> member_change_;
+    // The configuration the peer list was last built from (nullopt: not built yet).
+    std::optional<raft::ConfState> peers_conf_;
 
     std::map<net::ConnectionId, Connection> connections_;
     std::map<uint64_t, std::set<net::ConnectionId>> session_connections_;

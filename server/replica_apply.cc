@@ -27,9 +27,10 @@ void Replica::apply_entries(const std::vector<raft::Entry>& entries) {
             // configuration is what a snapshot at this index must carry.
             auto record = raft::decode_conf_change(e.data);
             RL_ASSERT_MSG(record.ok(), "a committed configuration entry does not decode");
-            applied_conf_ = record->conf_state;
+            on_conf_applied(e, record->conf_state);
             continue;
         }
+        settle_member_change(e, nullptr);
         if (e.data.empty()) {
             (void)sm_.apply(e.index, e.data);  // a leader's term-start entry
             continue;

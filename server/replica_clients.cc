@@ -81,6 +81,9 @@ void Replica::on_client_request(net::ConnectionId id, proto::Request&& request) 
         case RequestKind::kLocal:
             answer_local(id, request);
             break;
+        case RequestKind::kMembership:
+            change_member(id, request);
+            break;
         case RequestKind::kInvalid:
             respond_error(client, proto::BAD_REQUEST, "the request has no body (unknown request?)");
             break;

@@ -105,6 +105,10 @@ void Replica::serve_read(const ClientRef& client, const proto::Request& request)
             }
             break;
         }
+        case B::kListMembers:
+            // After ReadIndex every committed configuration is applied.
+            fill_members(applied_conf_, *response.mutable_members());
+            break;
         default:
             RL_PANIC("serve_read given a request that is not a read");
     }

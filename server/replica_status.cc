@@ -80,6 +80,12 @@ std::string Replica::status_json() const {
     j["snapshot_index"] = snapshot_index_;
     j["voters"] = st.conf_state.voters;
     j["learners"] = st.conf_state.learners;
+    nlohmann::json addresses = nlohmann::json::object();
+    for (const auto& [id, address] : st.conf_state.addresses) {
+        addresses[std::to_string(id)] = address;
+    }
+    j["addresses"] = std::move(addresses);
+    j["removed"] = removed_;
     nlohmann::json peers = nlohmann::json::array();
     for (const raft::PeerStatus& p : st.peers) {
         peers.push_back({{"id", p.id},

@@ -28,7 +28,10 @@ RequestKind kind_of(const proto::Request& request) {
         case B::kDescribeLock:
         case B::kListLocks:
         case B::kListSessions:
+        case B::kListMembers:
             return RequestKind::kRead;
+        case B::kChangeMember:
+            return RequestKind::kMembership;
         case B::kKeepAlive:
             return RequestKind::kKeepAlive;
         case B::kAddWatch:
@@ -294,6 +297,8 @@ std::string describe(proto::Code code) {
             return "the wait ended without a grant: the lock is not held";
         case proto::SHUTTING_DOWN:
             return "the server is shutting down; use another node";
+        case proto::CHANGE_IN_PROGRESS:
+            return "another membership change is not committed yet; retry shortly";
         default:
             break;
     }

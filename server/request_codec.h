@@ -15,11 +15,12 @@ namespace raftlock::server {
 
 // How the server handles a request body.
 enum class RequestKind : uint8_t {
-    kWrite,      // a command for the log
-    kRead,       // served after a ReadIndex round (get, exists, children, describe, list...)
-    kKeepAlive,  // session liveness (leader in memory, confirmed by ReadIndex)
-    kLocal,      // answered by this node at once (persistent watches, node status)
-    kInvalid,    // no body: BAD_REQUEST
+    kWrite,       // a command for the log
+    kRead,        // served after a ReadIndex round (get, exists, children, describe, list...)
+    kKeepAlive,   // session liveness (leader in memory, confirmed by ReadIndex)
+    kLocal,       // answered by this node at once (persistent watches, node status)
+    kMembership,  // a configuration change (leader only)
+    kInvalid,     // no body: BAD_REQUEST
 };
 RequestKind kind_of(const proto::Request& request);
 

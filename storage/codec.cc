@@ -14,6 +14,7 @@ constexpr size_t kCrcBytes = 4;
 // Lists inside a snapshot record are cluster members: far fewer than this.
 constexpr uint32_t kMembersMax = 1024;
 constexpr uint32_t kFileNameBytesMax = 255;
+constexpr uint32_t kAddressBytesMax = 1024;
 
 StorageError corruption(std::string message) {
     return StorageError{StorageErrorCode::kCorruption, std::move(message)};
@@ -258,6 +259,16 @@ std::string encode_snapshot_record(const SnapshotRecord& record) {
     out.append(record.file_name);
     put_u64(out, record.size_bytes);
     put_u32(out, record.data_crc);
+    // The members' addresses come last: records written before they existed end here.
+    const auto& addresses = record.meta.conf_state.addresses;
+    RL_ASSERT(addresses.size() <= kMembersMax);
+    put_u32(out, static_cast<uint32_t>(addresses.size()));
+    for (const auto& [id, address] : addresses) {
+        RL_ASSERT(address.size() <= kAddressBytesMax);
+        put_u64(out, id);
+        put_u32(out, static_cast<uint32_t>(address.size()));
+        out.append(address);
+    }
     return seal_value(std::move(out));
 }
 
@@ -278,6 +289,20 @@ Decoded<SnapshotRecord> decode_snapshot_record(std::string_view value) {
     record.file_name = std::string(reader->bytes(name_bytes));
     record.size_bytes = reader->u64();
     record.data_crc = reader->u32();
+    if (!reader->failed() && !reader->at_end()) {
+        const uint32_t n = reader->u32();
+        if (n > kMembersMax) {
+            return corruption("snapshot metadata record has a bad address list");
+        }
+        for (uint32_t i = 0; i < n && !reader->failed(); ++i) {
+            const raft::NodeId id = reader->u64();
+            const uint32_t bytes = reader->u32();
+            if (bytes > kAddressBytesMax) {
+                return corruption("snapshot metadata record has a bad address");
+            }
+            record.meta.conf_state.addresses[id] = std::string(reader->bytes(bytes));
+        }
+    }
     return finish(*reader, std::move(record), "snapshot metadata");
 }
 

@@ -23,6 +23,7 @@ TEST_CASE("responses map to deliver, retry here, or fail over", "[client][retry]
         {ErrorCode::kShuttingDown, RequestClass::kKeepAlive, RetryAction::kFailover},
         {ErrorCode::kServerTimeout, RequestClass::kSessionWrite, RetryAction::kRetryHere},
         {ErrorCode::kTooManyRequests, RequestClass::kRead, RetryAction::kRetryHere},
+        {ErrorCode::kChangeInProgress, RequestClass::kRead, RetryAction::kRetryHere},
         {ErrorCode::kUnavailable, RequestClass::kPinned, RetryAction::kDeliver},
         {ErrorCode::kServerTimeout, RequestClass::kPinned, RetryAction::kDeliver},
     };

@@ -198,6 +198,39 @@ TEST_CASE("a Hello meant for another node is refused", "[net][peer]") {
     CHECK(b.received.empty());
 }
 
+TEST_CASE("set_peers adds peers, and a retired peer is told it was removed", "[net][peer]") {
+    asio::io_context io;
+    std::vector<uint64_t> removed_by;
+    PeerTransportOptions a_options = options_for(1, 0, {});
+    a_options.on_removed = [&](uint64_t peer) { removed_by.push_back(peer); };
+    Node a(io, a_options);
+    Node b(io, options_for(2, 0, {}));
+    CHECK(!a.transport.send(2, raft_frame(1, 2, 0)));  // not a peer yet
+
+    // A membership change adds them to each other.
+    a.transport.set_peers({{2, "127.0.0.1", b.transport.port()}});
+    b.transport.set_peers({{1, "127.0.0.1", a.transport.port()}});
+    REQUIRE(a.transport.send(2, raft_frame(1, 2, 0)));
+    REQUIRE(b.transport.send(1, raft_frame(2, 1, 0)));
+    REQUIRE(run_until(io, [&] { return b.received.size() == 1 && a.received.size() == 1; }));
+    CHECK(b.indexes_from(1) == iota(0, 1));
+
+    // Node 2 applies node 1's removal: it stops sending to node 1 and hangs up on it; node 1's
+    // next Hello is refused as from a removed node.
+    b.transport.set_peers({});
+    CHECK(!b.transport.send(1, raft_frame(2, 1, 1)));
+    CHECK(b.transport.stats().empty());
+    REQUIRE(a.transport.send(2, raft_frame(1, 2, 1)));
+    REQUIRE(run_until(io, [&] { return !removed_by.empty(); }));
+    CHECK(removed_by.front() == 2);
+    CHECK(b.indexes_from(1) == iota(0, 1));  // nothing after the removal was taken
+
+    // Re-adding (at a new address for the same id is the same path) makes it a peer again.
+    b.transport.set_peers({{1, "127.0.0.1", a.transport.port()}});
+    REQUIRE(b.transport.send(1, raft_frame(2, 1, 2)));
+    REQUIRE(run_until(io, [&] { return a.received.size() == 2; }));
+}
+
 TEST_CASE("a sender reconnects after the receiver restarts and delivers what it queued",
           "[net][peer]") {
     asio::io_context io;

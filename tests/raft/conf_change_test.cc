@@ -214,5 +214,48 @@ TEST_CASE("the bootstrap entry carries the initial configuration at index 1 of t
     CHECK(b.hard_state == HardState{1, kNoNode, 1});
 }
 
+TEST_CASE("members' addresses travel with the configuration", "[raft][conf_change]") {
+    using T = ConfChangeType;
+    ConfState conf{{1, 2, 3}, {}, {{1, "10.0.0.1:7001"}, {2, "10.0.0.2:7001"}, {3, "h3:7001"}}};
+
+    SECTION("round trip, with the change's address") {
+        const ConfChangeRecord r{ConfChange{T::kAddVoter, 4, "[::1]:7004"},
+                                 ConfState{{1, 2, 3, 4}, {}, {{1, "a:1"}, {4, "[::1]:7004"}}}};
+        auto decoded = decode_conf_change(encode_conf_change(r));
+        REQUIRE(decoded.ok());
+        CHECK(*decoded == r);
+    }
+    SECTION("an add records the address; a promotion without one keeps it") {
+        auto learner = apply_conf_change(conf, ConfChange{T::kAddLearner, 4, "h4:7001"});
+        REQUIRE(learner.ok());
+        CHECK(learner->addresses.at(4) == "h4:7001");
+        auto voter = apply_conf_change(*learner, ConfChange{T::kAddVoter, 4, ""});
+        REQUIRE(voter.ok());
+        CHECK(voter->voters == std::vector<NodeId>{1, 2, 3, 4});
+        CHECK(voter->addresses.at(4) == "h4:7001");
+        CHECK(valid_conf_state(*voter));
+    }
+    SECTION("a removal forgets the address") {
+        auto removed = apply_conf_change(conf, ConfChange{T::kRemoveNode, 2, ""});
+        REQUIRE(removed.ok());
+        CHECK(removed->addresses.count(2) == 0);
+        CHECK(removed->addresses.size() == 2);
+    }
+    SECTION("an address of a node that is not a member is refused") {
+        ConfState stray = conf;
+        stray.addresses[9] = "h9:7001";
+        CHECK_FALSE(valid_conf_state(stray));
+        const std::string data = encode_conf_change(ConfChangeRecord{std::nullopt, stray});
+        CHECK_FALSE(decode_conf_change(data).ok());
+    }
+    SECTION("version 1 records, written before addresses, still decode") {
+        // {1, 1, type 0, node 5, voters (1, 5), no learners}
+        auto old = decode_conf_change(bytes({1, 1, 0, 5, 2, 1, 5, 0}));
+        REQUIRE(old.ok());
+        CHECK(old->change == ConfChange{T::kAddVoter, 5, ""});
+        CHECK(old->conf_state == ConfState{{1, 5}, {}, {}});
+    }
+}
+
 }  // namespace
 }  // namespace raftlock::raft

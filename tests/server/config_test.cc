@@ -515,7 +515,8 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
         {"tick-ms = 50\n", "unknown key tick-ms in {}: expected tick_ms"},
         {"member = [\"1=h:1\"]\n", "unknown key member in {}: expected members"},
         {"colour = 1\n",
-         "unknown key colour in {}: expected one of id, cluster_id, members, client_listen, "
+         "unknown key colour in {}: expected one of id, cluster_id, members, "
+         "initial_cluster_state, client_listen, "
          "admin_listen, data_dir, tick_ms, election_timeout_ms, heartbeat_interval_ms, "
          "session_timeout_min_ms, session_timeout_max_ms, request_timeout_ms, "
          "snapshot_every_entries, compaction_lag_entries, max_frame_bytes, max_pending_requests, "

@@ -51,17 +51,29 @@ ReplicaCluster::ReplicaCluster(size_t size) {
             Member{id, Endpoint{"127.0.0.1", static_cast<uint16_t>(7000 + id)}});
     }
     for (uint64_t id = 1; id <= size; ++id) {
-        Node& n = nodes_[id];
-        n.config = config_template;
-        n.config.node_id = id;
-        n.config.client_listen = Endpoint{"127.0.0.1", static_cast<uint16_t>(7100 + id)};
-        n.dir = root_ + "/node" + std::to_string(id);
-        n.config.data_dir = n.dir;
-        n.peers.cluster = this;
-        n.peers.from = id;
-        n.clients.cluster = this;
-        restart(id);
+        start_node(id, config_template);
     }
+}
+
+void ReplicaCluster::start_node(uint64_t id, const ServerConfig& config) {
+    Node& n = nodes_[id];
+    n.config = config;
+    n.config.node_id = id;
+    n.config.client_listen = Endpoint{"127.0.0.1", static_cast<uint16_t>(7100 + id)};
+    n.dir = root_ + "/node" + std::to_string(id);
+    n.config.data_dir = n.dir;
+    n.peers.cluster = this;
+    n.peers.from = id;
+    n.clients.cluster = this;
+    restart(id);
+}
+
+void ReplicaCluster::add_node(uint64_t id) {
+    REQUIRE(nodes_.count(id) == 0);
+    ServerConfig config = config_template;
+    config.join_existing = true;
+    config.members.push_back(Member{id, Endpoint{"127.0.0.1", static_cast<uint16_t>(7000 + id)}});
+    start_node(id, config);
 }
 
 ReplicaCluster::~ReplicaCluster() {
@@ -103,14 +115,40 @@ void ReplicaCluster::isolate(uint64_t id, bool isolated) {
     }
 }
 
+void ReplicaCluster::PeerLink::set_peers(const std::vector<net::PeerAddress>& list) {
+    std::set<uint64_t> next;
+    for (const net::PeerAddress& a : list) {
+        next.insert(a.id);
+        retired.erase(a.id);
+    }
+    for (uint64_t id : peers) {
+        if (next.count(id) == 0) {
+            retired.insert(id);
+        }
+    }
+    peers = std::move(next);
+}
+
 bool ReplicaCluster::PeerLink::send(uint64_t to, const proto::PeerFrame& frame) {
-    if (cluster->isolated_.count(from) || cluster->isolated_.count(to)) {
+    if (cluster->isolated_.count(from) || cluster->isolated_.count(to) || peers.count(to) == 0 ||
+        cluster->nodes_.count(to) == 0) {
+        return false;
+    }
+    if (cluster->nodes_.at(to).peers.retired.count(from) != 0) {
+        // The real transport's HelloReply{removed}.
+        const uint64_t epoch = cluster->nodes_.at(from).epoch;
+        cluster->queue_.post([c = cluster, from = from, to, epoch] {
+            ReplicaCluster::Node& n = c->nodes_.at(from);
+            if (n.epoch == epoch && n.replica) {
+                n.replica->on_removed_by_peer(to);
+            }
+        });
         return false;
     }
     const uint64_t epoch = cluster->nodes_.at(to).epoch;
     cluster->queue_.post([c = cluster, from = from, to, epoch, frame] {
         ReplicaCluster::Node& n = c->nodes_.at(to);
-        if (n.epoch == epoch && n.replica) {
+        if (n.epoch == epoch && n.replica && n.peers.peers.count(from) != 0) {
             proto::PeerFrame copy = frame;
             n.replica->on_peer_frame(from, std::move(copy));
         }

@@ -67,6 +67,10 @@ public:
     // Pushes (watch events, session ends) that arrived on a connection, in order (consumed).
     std::vector<proto::ServerMessage> take_pushes(net::ConnectionId conn);
 
+    // A new node with an empty store, started with --initial-cluster-state existing: it waits to
+    // be added (ChangeMember), knowing the founding members from its --member list.
+    void add_node(uint64_t node);
+
     // Faults.
     void crash(uint64_t node);    // drop the replica (its store stays on disk)
     void restart(uint64_t node);  // a new replica on the same store
@@ -82,6 +86,10 @@ private:
         ReplicaCluster* cluster = nullptr;
         uint64_t from = 0;
         bool send(uint64_t to, const proto::PeerFrame& frame) override;
+        // As net::PeerTransport: frames go only to, and are taken only from, current peers.
+        void set_peers(const std::vector<net::PeerAddress>& list) override;
+        std::set<uint64_t> peers;
+        std::set<uint64_t> retired;  // were peers, then left out: told they were removed
     };
     struct ClientLink final : ClientSink {
         ReplicaCluster* cluster = nullptr;
@@ -99,6 +107,7 @@ private:
     };
 
     void tick_all();
+    void start_node(uint64_t id, const ServerConfig& config);
 
     std::string root_;
     TaskQueue queue_;

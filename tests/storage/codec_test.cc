@@ -54,6 +54,7 @@ TEST_CASE("snapshot records round-trip and any damage is caught", "[storage][cod
     record.meta.term = 8;
     record.meta.conf_state.voters = {1, 2, 3};
     record.meta.conf_state.learners = {9};
+    record.meta.conf_state.addresses = {{1, "10.0.0.1:7001"}, {9, "[::1]:7009"}};
     record.file_name = "snap-x.snap";
     record.size_bytes = 123456;
     record.data_crc = 0xdeadbeef;

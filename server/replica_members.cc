@@ -1,0 +1,251 @@
+// Membership: changes one server at a time (Raft thesis §4.1; the core checks and applies them,
+// raft/node_membership.cc), the answers to them, and the peer list that follows the configuration.
+//
+// Addresses travel with the configuration (raft::ConfState::addresses): `member add` records the
+// new node's Raft address in the entry, so every node, and every snapshot, knows where each member
+// is. The --member flags are only the founding configuration and, for a node started with
+// --initial-cluster-state existing, where to find the cluster before its log arrives.
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "raft/conf_change.h"
+#include "raft/text.h"
+#include "server/replica.h"
+
+namespace raftlock::server {
+
+namespace {
+
+bool is_member(const raft::ConfState& conf, raft::NodeId id) {
+    return raft::is_voter(conf, id) || raft::is_learner(conf, id);
+}
+
+Result<raft::ConfChange, std::string> to_conf_change(const proto::ChangeMember& request) {
+    raft::ConfChange change;
+    change.node_id = request.node_id();
+    if (change.node_id == raft::kNoNode) {
+        return std::string("member change: node_id must be positive");
+    }
+    switch (request.kind()) {
+        case proto::ChangeMember::ADD_VOTER:
+            change.type = raft::ConfChangeType::kAddVoter;
+            break;
+        case proto::ChangeMember::ADD_LEARNER:
+            change.type = raft::ConfChangeType::kAddLearner;
+            break;
+        case proto::ChangeMember::REMOVE:
+            change.type = raft::ConfChangeType::kRemoveNode;
+            if (!request.address().empty()) {
+                return std::string("member change: a removal takes no address");
+            }
+            return change;
+        default:
+            return fmt::format("member change: unknown kind {}", static_cast<int>(request.kind()));
+    }
+    if (!request.address().empty()) {
+        const std::optional<Endpoint> endpoint = parse_endpoint(request.address());
+        if (!endpoint) {
+            return fmt::format("member change: address '{}': expected HOST:PORT of its Raft port",
+                               request.address());
+        }
+        change.address = to_string(*endpoint);
+    }
+    return change;
+}
+
+}  // namespace
+
+void Replica::change_member(net::ConnectionId conn, const proto::Request& request) {
+    const ClientRef client{conn, request.request_id()};
+    Result<raft::ConfChange, std::string> change = to_conf_change(request.change_member());
+    if (!change.ok()) {
+        respond_error(client, proto::BAD_ARGUMENTS, change.error());
+        return;
+    }
+    if (!is_leader()) {
+        // UNAVAILABLE makes the client try the next node; the leader hint tells a person which.
+        respond_error(
+            client, proto::UNAVAILABLE,
+            soft_.leader == raft::kNoNode
+                ? "no leader is known to take the membership change; retry"
+                : fmt::format("membership changes go to the leader, node {}", soft_.leader));
+        return;
+    }
+    const raft::ConfState& conf = raw_->conf_state();
+    if (change->type != raft::ConfChangeType::kRemoveNode && change->address.empty() &&
+        !is_member(conf, change->node_id)) {
+        respond_error(client, proto::BAD_ARGUMENTS,
+                      fmt::format("node {} is new: its address (HOST:PORT of its Raft port) is "
+                                  "needed",
+                                  change->node_id));
+        return;
+    }
+    // Checked here too, so a change that makes no sense is told so even while the core would
+    // refuse any change for now.
+    if (auto next = raft::apply_conf_change(conf, *change); !next.ok()) {
+        respond_error(client, proto::BAD_ARGUMENTS,
+                      fmt::format("node {}: {}", change->node_id, next.error().message));
+        return;
+    }
+    if (member_change_) {
+        respond_error(client, proto::CHANGE_IN_PROGRESS);
+        return;
+    }
+    const raft::Status status = raw_->propose_conf_change(*change);
+    if (!status.ok()) {
+        const bool busy = status.code() == raft::ErrorCode::kConfChangeRejected;
+        const bool dropped = status.code() == raft::ErrorCode::kProposalDropped;
+        respond_error(client,
+                      busy      ? proto::CHANGE_IN_PROGRESS
+                      : dropped ? proto::UNAVAILABLE
+                                : proto::BAD_ARGUMENTS,
+                      status.message());
+        return;
+    }
+    member_change_ = PendingMemberChange{client, raw_->last_index(), raw_->term(),
+                                         clock_.steady_ms() + config_.request_timeout_ms};
+    spdlog::info("membership change proposed at index {}: {} node {}{}", member_change_->index,
+                 request.change_member().kind() == proto::ChangeMember::REMOVE ? "remove"
+                 : change->type == raft::ConfChangeType::kAddVoter             ? "voter"
+                                                                               : "learner",
+                 change->node_id, change->address.empty() ? "" : " at " + change->address);
+    schedule_flush();
+}
+
+// Called for every applied configuration entry, in log order.
+void Replica::on_conf_applied(const raft::Entry& entry, const raft::ConfState& conf) {
+    const bool was_member = is_member(applied_conf_, config_.node_id);
+    applied_conf_ = conf;
+    if (entry.index > replayed_through_) {
+        spdlog::info("configuration at index {}: {}", entry.index, raft::to_string(conf));
+    }
+    settle_member_change(entry, &conf);
+    if (was_member && !is_member(conf, config_.node_id) && !removed_) {
+        spdlog::warn("node {} was removed from the cluster (index {}): shutting down",
+                     config_.node_id, entry.index);
+        removed_ = true;
+        shut_down();
+    }
+}
+
+// The pending change's entry is applied (or another entry took its index): answer it.
+void Replica::settle_member_change(const raft::Entry& entry, const raft::ConfState* conf) {
+    if (!member_change_ || entry.index != member_change_->index) {
+        return;
+    }
+    const PendingMemberChange pending = *member_change_;
+    member_change_.reset();
+    if (entry.term != pending.term || conf == nullptr) {
+        respond_error(pending.client, proto::UNAVAILABLE,
+                      "the membership change was lost in a leader change; nothing was done");
+        return;
+    }
+    proto::Response response;
+    response.set_code(proto::OK);
+    fill_members(*conf, *response.mutable_members());
+    respond(pending.client, response);
+}
+
+void Replica::expire_member_change(int64_t now_ms) {
+    if (member_change_ && member_change_->deadline_ms <= now_ms) {
+        respond_error(member_change_->client, proto::TIMEOUT,
+                      "the membership change was not committed in time; it may still be: "
+                      "`raftlock member list` tells");
+        member_change_.reset();
+    }
+}
+
+void Replica::fill_members(const raft::ConfState& conf, proto::MembersResult& out) const {
+    std::vector<std::pair<raft::NodeId, bool>> members;
+    for (raft::NodeId id : conf.voters) {
+        members.emplace_back(id, false);
+    }
+    for (raft::NodeId id : conf.learners) {
+        members.emplace_back(id, true);
+    }
+    std::sort(members.begin(), members.end());
+    for (const auto& [id, learner] : members) {
+        proto::Member* m = out.add_members();
+        m->set_id(id);
+        m->set_learner(learner);
+        if (auto it = conf.addresses.find(id); it != conf.addresses.end()) {
+            m->set_address(it->second);
+        } else {
+            for (const Member& founding : config_.members) {
+                if (founding.id == id) {
+                    m->set_address(to_string(founding.raft));
+                }
+            }
+        }
+    }
+}
+
+void Replica::on_removed_by_peer(uint64_t peer) {
+    if (removed_) {
+        return;
+    }
+    // The peer retires a node only once it has applied the node's removal: it is committed, even
+    // if this node never heard so (a leader stops replicating to a node as soon as it appends
+    // the node's removal).
+    spdlog::warn("node {} says node {} was removed from the cluster: shutting down", peer,
+                 config_.node_id);
+    removed_ = true;
+    shut_down();
+}
+
+// The transport talks to the members of the active configuration (the latest, committed or not,
+// as the core uses it) and of the applied one: a member whose removal is not committed yet still
+// takes part (a removed leader must hear the acks that commit its removal). Before this node has
+// any configuration, to the --member list.
+void Replica::refresh_peers() {
+    raft::ConfState conf = raw_->conf_state();
+    for (raft::NodeId id : applied_conf_.voters) {
+        if (!is_member(conf, id)) {
+            conf.learners.push_back(id);  // only the union of members matters here
+        }
+    }
+    for (raft::NodeId id : applied_conf_.learners) {
+        if (!is_member(conf, id)) {
+            conf.learners.push_back(id);
+        }
+    }
+    std::sort(conf.learners.begin(), conf.learners.end());
+    conf.addresses.insert(applied_conf_.addresses.begin(), applied_conf_.addresses.end());
+    if (peers_conf_ && *peers_conf_ == conf) {
+        return;
+    }
+    peers_conf_ = conf;
+    std::map<uint64_t, Endpoint> directory;
+    for (const Member& m : config_.members) {
+        if (conf.empty() || is_member(conf, m.id)) {
+            directory[m.id] = m.raft;
+        }
+    }
+    for (const auto& [id, address] : conf.addresses) {
+        // The leader checked it; a peer's data is still not trusted blindly.
+        if (const std::optional<Endpoint> endpoint = parse_endpoint(address)) {
+            directory[id] = *endpoint;
+        } else {
+            spdlog::warn("member {} has a malformed address in the configuration: '{}'", id,
+                         address);
+        }
+    }
+    std::vector<net::PeerAddress> peers;
+    for (const auto& [id, endpoint] : directory) {
+        if (id != config_.node_id) {
+            peers.push_back(net::PeerAddress{id, endpoint.host, endpoint.port});
+        }
+    }
+    for (raft::NodeId id : raw_->conf_state().voters) {
+        if (id != config_.node_id && directory.count(id) == 0) {
+            spdlog::warn("member {} has no known address: give it with --member {}=HOST:PORT", id,
+                         id);
+        }
+    }
+    peers_.set_peers(peers);
+}
+
+}  // namespace raftlock::server
