@@ -4,8 +4,8 @@
 #
 #   jepsen/matrix.sh [--time 60] [--rounds 1] [--seed S] [--build DIR]
 #
-# --time is per run: 5 workloads x 6 nemeses x rounds runs of --time + ~5 s each (with the
-# default 60 s, one round takes about 33 minutes). Results: jepsen/results/matrix-<time>/, one
+# --time is per run: 5 workloads x 7 nemeses x rounds runs of --time + ~5 s each (with the
+# default 60 s, one round takes about 39 minutes). Results: jepsen/results/matrix-<time>/, one
 # directory per run and summary.txt. Exit status 1 when any run's verdict was not linearizable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
 done
 
 workloads=(register lock sequential sessions watch)
-nemeses=(partition kill pause clock pause-client partition,kill,pause,clock,pause-client)
+nemeses=(partition kill pause clock pause-client member partition,kill,pause,clock,pause-client,member)
 out=jepsen/results/matrix-$(date +%Y%m%dT%H%M%S)
 mkdir -p "$out"
 echo "matrix.sh: ${#workloads[@]} workloads x ${#nemeses[@]} nemeses x $rounds rounds," \

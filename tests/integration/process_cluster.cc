@@ -222,8 +222,32 @@ std::vector<std::string> ProcessCluster::argv_for(uint64_t id) const {
         argv.push_back("--member");
         argv.push_back(std::to_string(mid) + "=127.0.0.1:" + std::to_string(m.ports.raft));
     }
+    if (n.joined) {
+        argv.push_back("--initial-cluster-state");
+        argv.push_back("existing");
+    }
     argv.insert(argv.end(), extra_flags_.begin(), extra_flags_.end());
     return argv;
+}
+
+uint64_t ProcessCluster::add_node() {
+    const uint64_t id = nodes_.rbegin()->first + 1;
+    Node& n = nodes_[id];
+    n.ports = NodePorts{free_port(), free_port(), free_port()};
+    n.data_dir = root_ + "/node" + std::to_string(id);
+    n.joined = true;
+    start(id);
+    return id;
+}
+
+int ProcessCluster::wait_exit(uint64_t id, int timeout_ms) {
+    Node& n = nodes_.at(id);
+    REQUIRE(n.pid > 0);
+    const int status = wait_program(n.pid, timeout_ms);
+    if (status >= 0) {
+        n.pid = -1;
+    }
+    return status;
 }
 
 void ProcessCluster::start(uint64_t id) {

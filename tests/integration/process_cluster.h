@@ -47,6 +47,11 @@ public:
     ProcessCluster& operator=(const ProcessCluster&) = delete;
 
     void start(uint64_t node);
+    // A new node (the next id) started empty with --initial-cluster-state existing, waiting to
+    // be added with a membership change; returns its id.
+    uint64_t add_node();
+    // Waits for a node to exit by itself (a removed node does); its status, or -1 on timeout.
+    int wait_exit(uint64_t node, int timeout_ms);
     void kill(uint64_t node);  // SIGKILL and reap
     void stop(uint64_t node);  // SIGTERM and reap (clean shutdown)
     void pause(uint64_t node);
@@ -70,6 +75,7 @@ private:
         NodePorts ports;
         std::string data_dir;
         pid_t pid = -1;
+        bool joined = false;  // added after the start: --initial-cluster-state existing
     };
     std::vector<std::string> argv_for(uint64_t node) const;
 
