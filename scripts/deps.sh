@@ -10,6 +10,9 @@ packages=(
     libcli11-dev libtomlplusplus-dev libspdlog-dev clang libclang-rt-14-dev
     # jepsen/run: network namespaces, veth and bridges (iproute2), partitions (nftables)
     iproute2 nftables python3 gnuplot-nox faketime
+    # bench/raftlock-bench's ZooKeeper driver (the C client); the peers themselves (etcd-server,
+    # zookeeper, redis-server) are installed by bench/peers.sh when a comparison runs
+    libzookeeper-mt-dev
 )
 
 missing=()

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Side by side: raftlock, etcd, ZooKeeper and Redis on this machine, in one run (issue 7).
+#
+#   bench/compare.sh [SCENARIO...]
+#
+# SCENARIO: lock.uncontended lock.handoff kv.write kv.read watch.latency (default: all five).
+# Each system is started by bench/peers.sh (three nodes on loopback with fsync on; Redis is one
+# durable process, and once more without persistence), given the same scenarios by the same
+# raftlock-bench, and stopped before the next one starts. The physical floor (4 KiB synced writes
+# and a loopback round trip) is measured first, in the same run.
+#
+# Output in $BENCH_OUT (default /tmp/raftlock-bench-results/<date-time>): results.jsonl (one JSON object per
+# run, as raftlock-bench writes it), results.json (the same as one array), table.md (the table
+# printed at the end: ops/s, p50, p99, p99.9 and raftlock's ratios), chart.png (gnuplot), and the
+# systems' logs are removed with their data.
+#
+# Environment (defaults in brackets):
+#   BENCH_SYSTEMS          [raftlock etcd zookeeper redis redis-nofsync]
+#   BENCH_DURATION         measured seconds per run [10]
+#   BENCH_WARMUP           warm-up seconds per run [2]
+#   BENCH_LOCK_CLIENTS     clients for lock.uncontended [1 16]
+#   BENCH_HANDOFF_CLIENTS  waiters for lock.handoff [8]
+#   BENCH_KV_CLIENTS       the kv.write sweep [1 4 16 64 256]
+#   BENCH_READ_CLIENTS     clients for kv.read [1 16]
+#   BENCH_WATCHERS         watchers for watch.latency [1 16]
+#   BENCH_OUT, BENCH_DATA_DIR (see bench/peers.sh), RAFTLOCK_BUILD_DIR [build]
+#   BENCH_NO_BUILD=1       use the binaries in the build directory as they are
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir=${RAFTLOCK_BUILD_DIR:-build}
+export RAFTLOCK_BUILD_DIR=$build_dir
+# shellcheck disable=SC2206  # a space-separated list, split on purpose
+systems=(${BENCH_SYSTEMS:-raftlock etcd zookeeper redis redis-nofsync})
+duration=${BENCH_DURATION:-10}
+warmup=${BENCH_WARMUP:-2}
+out=${BENCH_OUT:-/tmp/raftlock-bench-results/$(date +%Y%m%d-%H%M%S)}
+data_dir=${BENCH_DATA_DIR:-/tmp/raftlock-bench}
+bench=$build_dir/bench/raftlock-bench
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(lock.uncontended lock.handoff kv.write kv.read watch.latency)
+
+say() { echo "compare.sh: $*" >&2; }
+die() {
+    echo "compare.sh: $*" >&2
+    exit 1
+}
+
+for s in "${scenarios[@]}"; do
+    case "$s" in
+        lock.uncontended | lock.handoff | kv.write | kv.read | watch.latency) ;;
+        *) die "unknown scenario '$s'" ;;
+    esac
+done
+
+build() {
+    [ "${BENCH_NO_BUILD:-0}" = 1 ] && return
+    scripts/deps.sh
+    bench/peers.sh install
+    # Configure again so CMake sees libzookeeper-mt-dev if it was just installed.
+    cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    ninja -C "$build_dir" raftlockd raftlock-bench || die "the build failed (output above)"
+}
+
+clients_for() {
+    case "$1" in
+        lock.uncontended) echo "${BENCH_LOCK_CLIENTS:-1 16}" ;;
+        lock.handoff) echo "${BENCH_HANDOFF_CLIENTS:-8}" ;;
+        kv.write) echo "${BENCH_KV_CLIENTS:-1 4 16 64 256}" ;;
+        kv.read) echo "${BENCH_READ_CLIENTS:-1 16}" ;;
+        watch.latency) echo "${BENCH_WATCHERS:-1 16}" ;;
+    esac
+}
+
+running=""
+cleanup() {
+    if [ -n "$running" ]; then
+        bench/peers.sh stop "$running" || true
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+run_system() {
+    local system=$1 driver=$1 label=() endpoints s list flag
+    if [ "$system" = redis-nofsync ]; then
+        driver=redis
+        label=(--label redis-nofsync)
+    fi
+    bench/peers.sh stop "$system" >/dev/null 2>&1 || true
+    running=$system
+    if ! bench/peers.sh start "$system"; then
+        say "$system did not start; its runs are missing from the table"
+        bench/peers.sh stop "$system" || true
+        running=""
+        return
+    fi
+    endpoints=$(bench/peers.sh endpoints "$system")
+    for s in "${scenarios[@]}"; do
+        flag=--clients
+        [ "$s" = watch.latency ] && flag=--watchers
+        list=$(clients_for "$s" | tr ' ' ',')
+        "$bench" --system "$driver" --endpoints "$endpoints" --scenario "$s" "$flag" "$list" \
+            --duration "$duration" --warmup "$warmup" --json "$out/results.jsonl" "${label[@]}" ||
+            say "$system $s: some operations failed (see 'first error' above)"
+    done
+    bench/peers.sh stop "$system"
+    running=""
+}
+
+main() {
+    build
+    [ -x "$bench" ] || die "$bench is missing (unset BENCH_NO_BUILD or build it)"
+    mkdir -p "$out" "$data_dir"
+    : >"$out/results.jsonl"
+    say "results in $out; load before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+    # The floor, on the disk the systems write to.
+    "$bench" --system floor --scenario floor.fsync,floor.fsync.overwrite,floor.loopback --duration "$duration" \
+        --warmup 1 --dir "$data_dir" --json "$out/results.jsonl"
+    for system in "${systems[@]}"; do
+        run_system "$system"
+    done
+    say "load after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+    python3 bench/compare_report.py "$out"
+}
+
+main

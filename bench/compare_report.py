@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""The report of bench/compare.sh: reads OUT/results.jsonl (raftlock-bench --json output) and
+writes OUT/results.json (one array), OUT/table.md (printed too) and OUT/chart.png (gnuplot:
+ops/s and p50 per scenario and system, log scales).
+
+    bench/compare_report.py OUT
+
+Ratios are raftlock's figure divided by the peer's: ops/s > 1 and p50 < 1 favour raftlock.
+Runs with errors are marked; a missing system simply has no row.
+"""
+import json
+import os
+import subprocess
+import sys
+
+
+def load(path):
+    runs = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                runs.append(json.loads(line))
+    return runs
+
+
+def ms(us):
+    return us / 1000.0
+
+
+def fmt_ms(us):
+    v = ms(us)
+    return f"{v:.3f}" if v < 10 else f"{v:.1f}"
+
+
+def group_key(run):
+    return (run["scenario"], run["clients"])
+
+
+def table(runs):
+    lines = []
+    floor = [r for r in runs if r["system"] == "floor"]
+    if floor:
+        lines.append("| floor | ops/s | p50 ms | p99 ms | p99.9 ms |")
+        lines.append("|---|---:|---:|---:|---:|")
+        for r in floor:
+            lat = r["latency_us"]
+            lines.append(f"| {r['scenario']} | {r['ops_per_s']:.0f} | {fmt_ms(lat['p50'])} | "
+                         f"{fmt_ms(lat['p99'])} | {fmt_ms(lat['p999'])} |")
+        lines.append("")
+    groups = {}
+    for r in runs:
+        if r["system"] != "floor":
+            groups.setdefault(group_key(r), []).append(r)
+    lines.append("| scenario | clients | system | ops/s | p50 ms | p99 ms | p99.9 ms | errors | "
+                 "raftlock ÷ peer ops/s | raftlock ÷ peer p50 | notes |")
+    lines.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for (scenario, clients), rs in groups.items():
+        base = next((r for r in rs if r["system"] == "raftlock"), None)
+        for r in rs:
+            lat = r["latency_us"]
+            ratio_ops = ratio_p50 = ""
+            if base is not None and r["system"] != "raftlock":
+                if r["ops_per_s"] > 0:
+                    ratio_ops = f"{base['ops_per_s'] / r['ops_per_s']:.2f}"
+                if lat["p50"] > 0:
+                    ratio_p50 = f"{base['latency_us']['p50'] / lat['p50']:.2f}"
+            notes = []
+            figures = r.get("figures", {})
+            if "fifo_violations" in figures:
+                notes.append(f"FIFO violations {figures['fifo_violations']:.0f}")
+            if figures.get("missed"):
+                notes.append(f"missed {figures['missed']:.0f}")
+            acquire = r.get("more_latency_us", {}).get("acquire")
+            if acquire:
+                notes.append(f"acquire p50 {fmt_ms(acquire['p50'])} ms")
+            if r["errors"]:
+                notes.append("first error: " + r["first_error"][:60].replace("|", "/"))
+            lines.append(f"| {scenario} | {clients} | {r['system']} | {r['ops_per_s']:.0f} | "
+                         f"{fmt_ms(lat['p50'])} | {fmt_ms(lat['p99'])} | {fmt_ms(lat['p999'])} | "
+                         f"{r['errors']} | {ratio_ops} | {ratio_p50} | {'; '.join(notes)} |")
+    return "\n".join(lines) + "\n"
+
+
+def chart(runs, out_dir):
+    systems = []
+    groups = []
+    values = {}
+    for r in runs:
+        if r["system"] == "floor":
+            continue
+        if r["system"] not in systems:
+            systems.append(r["system"])
+        g = f"{r['scenario']} x{r['clients']}"
+        if g not in groups:
+            groups.append(g)
+        values[(g, r["system"])] = (r["ops_per_s"], ms(r["latency_us"]["p50"]))
+    if not groups:
+        return None
+    data = os.path.join(out_dir, "chart.dat")
+    with open(data, "w") as f:
+        f.write("# group " + " ".join(f"{s}_ops {s}_p50" for s in systems) + "\n")
+        for g in groups:
+            cells = []
+            for s in systems:
+                ops, p50 = values.get((g, s), (None, None))
+                cells.append("NaN" if not ops else f"{ops:.1f}")
+                cells.append("NaN" if not p50 else f"{p50:.4f}")
+            f.write('"' + g + '" ' + " ".join(cells) + "\n")
+    png = os.path.join(out_dir, "chart.png")
+    ops_plot = ", ".join(f"'{data}' using {2 + 2 * i}:xtic(1) title '{s}'"
+                         for i, s in enumerate(systems))
+    p50_plot = ", ".join(f"'{data}' using {3 + 2 * i}:xtic(1) title '{s}'"
+                         for i, s in enumerate(systems))
+    script = f"""
+set terminal pngcairo size 1400,900 font ',10'
+set output '{png}'
+set multiplot layout 2,1 title 'raftlock vs etcd, ZooKeeper, Redis (same machine, one run)'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key outside right top
+set logscale y
+set grid ytics
+set xtics rotate by -30 font ',8'
+set ylabel 'ops/s (log)'
+plot {ops_plot}
+set ylabel 'p50 latency, ms (log)'
+plot {p50_plot}
+unset multiplot
+"""
+    try:
+        subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"compare_report: no chart ({e})", file=sys.stderr)
+        return None
+    return png
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out_dir = sys.argv[1]
+    runs = load(os.path.join(out_dir, "results.jsonl"))
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(runs, f, indent=1)
+    text = table(runs)
+    with open(os.path.join(out_dir, "table.md"), "w") as f:
+        f.write(text)
+    print(text)
+    png = chart(runs, out_dir)
+    print(f"results: {out_dir}/results.json, table: {out_dir}/table.md"
+          + (f", chart: {png}" if png else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

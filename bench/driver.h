@@ -1,0 +1,95 @@
+#pragma once
+
+// The interface every measured system implements (raftlock, Redis, ZooKeeper, etcd), so the same
+// scenario code drives them all.
+//
+// A Driver names a system and opens Sessions. A Session is one client of that system (its own
+// connection and, where the system has them, its own session or lease) used by one load thread at
+// a time; its calls block until the system answered. Errors are strings for people: a benchmark
+// counts them and shows the first, it never branches on their kind.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "raft/result.h"
+
+namespace raftlock::bench {
+
+using Clock = std::chrono::steady_clock;
+
+struct Done {};
+using Status = Result<Done, std::string>;
+// A string result (Result<T, E> needs T and E to differ).
+struct Text {
+    std::string text;
+};
+
+// What a lock grant needs to be released again; each system fills the fields it uses.
+struct LockHandle {
+    std::string name;    // the lock's name as the scenario gave it
+    std::string key;     // the system's own key or node path of the grant
+    std::string value;   // Redis: the random value that proves ownership
+    uint64_t token = 0;  // raftlock: the fencing token
+    uint64_t owner = 0;  // raftlock: the session id
+};
+
+// Receives a watch's events. `event` is called once per change notification, on a thread of the
+// driver, with the time the notification arrived. `armed` is called when the watch is in place
+// for the next change: at once after `event` for systems with persistent watches, after the
+// re-registration round trip for one-shot watches (ZooKeeper), so a writer that waits for it
+// never writes into a gap where nobody watches.
+class WatchSink {
+public:
+    virtual ~WatchSink() = default;
+    virtual void event(Clock::time_point received) = 0;
+    virtual void armed() = 0;
+};
+
+class Session {
+public:
+    virtual ~Session() = default;
+
+    // Acquires the exclusive lock `name`, waiting up to `wait` for another holder to release it.
+    virtual Status lock(const std::string& name,
+                        std::chrono::milliseconds wait,
+                        LockHandle& out) = 0;
+    virtual Status unlock(const LockHandle& handle) = 0;
+
+    // Makes `key` writable by put() (creates the node where the system needs one) with `value`.
+    virtual Status prepare_key(const std::string& key, const std::string& value) = 0;
+    virtual Status put(const std::string& key, const std::string& value) = 0;
+    // A linearizable read where the system offers one (docs/performance.md says how, per system).
+    virtual Result<Text, std::string> get(const std::string& key) = 0;
+
+    // Delivers every later change of `key` to `sink` until the session is destroyed. The sink
+    // must outlive the session. When watch() returns the watch is armed.
+    virtual Status watch(const std::string& key, WatchSink& sink) = 0;
+};
+
+class Driver {
+public:
+    virtual ~Driver() = default;
+    virtual std::string name() const = 0;
+    // Opens client number `index` (drivers spread clients over the system's nodes by index).
+    virtual Result<std::unique_ptr<Session>, std::string> open(int index) = 0;
+};
+
+// endpoints: "host:port,host:port,..." of the system's client ports.
+std::unique_ptr<Driver> make_raftlock_driver(const std::string& endpoints);
+std::unique_ptr<Driver> make_redis_driver(const std::string& endpoints);
+std::unique_ptr<Driver> make_etcd_driver(const std::string& endpoints);
+// Empty when this build has no ZooKeeper C client (libzookeeper-mt-dev was not found).
+std::unique_ptr<Driver> make_zookeeper_driver(const std::string& endpoints);
+
+// "a:1,b:2" -> {{"a", 1}, {"b", 2}}; an error names the bad item.
+struct HostPort {
+    std::string host;
+    uint16_t port = 0;
+};
+Result<std::vector<HostPort>, std::string> parse_host_ports(const std::string& text);
+
+}  // namespace raftlock::bench

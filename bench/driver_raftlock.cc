@@ -1,0 +1,140 @@
+// raftlock through its own client library (client/client.h): each benchmark client is one
+// raftlock::client::Client with one session, started at endpoint `index` modulo the list.
+//   lock    acquire(name, wait) / release(lease): the server's FIFO queue hands the lock over
+//   kv      set / get of the node /bench/<key> (reads are linearizable: ReadIndex)
+//   watch   a persistent watch on /bench/<key>
+
+#include <fmt/format.h>
+
+#include "bench/driver.h"
+#include "client/client.h"
+
+namespace raftlock::bench {
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace rc = raftlock::client;
+
+constexpr auto kSessionTimeout = 30s;
+constexpr std::string_view kParent = "/bench";
+
+std::string node_path(const std::string& key) {
+    return fmt::format("{}/{}", kParent, key);
+}
+
+class RaftlockSession final : public Session {
+public:
+    explicit RaftlockSession(rc::ClientOptions options) : client_(std::move(options)) {}
+
+    ~RaftlockSession() override { (void)client_.close_session(); }
+
+    Status open() {
+        auto s = client_.open_session(kSessionTimeout);
+        if (!s.ok()) {
+            return "open_session: " + rc::to_string(s.error());
+        }
+        return Done{};
+    }
+
+    Status lock(const std::string& name, std::chrono::milliseconds wait, LockHandle& out) override {
+        rc::AcquireOptions options;
+        options.wait = wait;
+        auto lease = client_.acquire(name, options);
+        if (!lease.ok()) {
+            return "acquire: " + rc::to_string(lease.error());
+        }
+        out.name = name;
+        out.token = lease->token;
+        out.owner = lease->session;
+        return Done{};
+    }
+
+    Status unlock(const LockHandle& handle) override {
+        rc::Lease lease;
+        lease.name = handle.name;
+        lease.token = handle.token;
+        lease.session = handle.owner;
+        auto r = client_.release(lease);
+        if (!r.ok()) {
+            return "release: " + rc::to_string(r.error());
+        }
+        return Done{};
+    }
+
+    Status prepare_key(const std::string& key, const std::string& value) override {
+        for (const std::string& path : {std::string(kParent), node_path(key)}) {
+            auto r = client_.create(path, value);
+            if (!r.ok() && r.error().code != rc::ErrorCode::kNodeExists) {
+                return fmt::format("create {}: {}", path, rc::to_string(r.error()));
+            }
+        }
+        return put(key, value);
+    }
+
+    Status put(const std::string& key, const std::string& value) override {
+        auto r = client_.set(node_path(key), value);
+        if (!r.ok()) {
+            return "set: " + rc::to_string(r.error());
+        }
+        return Done{};
+    }
+
+    Result<Text, std::string> get(const std::string& key) override {
+        auto r = client_.get(node_path(key));
+        if (!r.ok()) {
+            return "get: " + rc::to_string(r.error());
+        }
+        return Text{std::move(r->data)};
+    }
+
+    Status watch(const std::string& key, WatchSink& sink) override {
+        auto r = client_.add_watch(node_path(key), false, [&sink](const rc::WatchEvent&) {
+            sink.event(Clock::now());
+            sink.armed();
+        });
+        if (!r.ok()) {
+            return "add_watch: " + rc::to_string(r.error());
+        }
+        return Done{};
+    }
+
+private:
+    rc::Client client_;
+};
+
+class RaftlockDriver final : public Driver {
+public:
+    explicit RaftlockDriver(std::vector<rc::Endpoint> endpoints)
+        : endpoints_(std::move(endpoints)) {}
+
+    std::string name() const override { return "raftlock"; }
+
+    Result<std::unique_ptr<Session>, std::string> open(int index) override {
+        rc::ClientOptions options;
+        options.endpoints = endpoints_;
+        // The seed picks the client's first endpoint, so seeds 1..N spread the clients over the
+        // nodes the way lock_load does (pseudo-randomly, not round robin).
+        options.seed = static_cast<uint64_t>(index) + 1;
+        auto session = std::make_unique<RaftlockSession>(std::move(options));
+        if (Status s = session->open(); !s.ok()) {
+            return s.error();
+        }
+        return std::unique_ptr<Session>(std::move(session));
+    }
+
+private:
+    std::vector<rc::Endpoint> endpoints_;
+};
+
+}  // namespace
+
+std::unique_ptr<Driver> make_raftlock_driver(const std::string& endpoints) {
+    auto parsed = rc::parse_endpoints(endpoints);
+    if (!parsed.ok()) {
+        return nullptr;
+    }
+    return std::make_unique<RaftlockDriver>(std::move(*parsed));
+}
+
+}  // namespace raftlock::bench

@@ -1,0 +1,354 @@
+#!/usr/bin/env bash
+# Starts and stops the systems bench/compare.sh measures, each on loopback with its durable
+# default, one at a time.
+#
+#   bench/peers.sh start SYSTEM      install its packages if missing, start it, wait until healthy
+#   bench/peers.sh stop SYSTEM       kill it (SIGTERM, SIGKILL after 10 s) and remove its data
+#   bench/peers.sh endpoints SYSTEM  the client endpoints to give raftlock-bench --endpoints
+#   bench/peers.sh status SYSTEM     which of its processes are alive
+#   bench/peers.sh install           install every peer package that is missing
+#
+# SYSTEM:
+#   raftlock       three raftlockd (build/cli/raftlockd), Raft 7401-7403, clients 7411-7413,
+#                  admin 7421-7423; synced RocksDB writes (its only mode)
+#   etcd           three etcd 3.4 members (Debian etcd-server), clients 24791-24793, peers
+#                  24801-24803; fsync on (etcd's default; --unsafe-no-fsync is not given)
+#   zookeeper      a three-server ZooKeeper 3.8 ensemble (Debian zookeeper), clients 21811-21813,
+#                  quorum 28881-28883, election 38881-38883, forceSync=yes, admin server off
+#   redis          one redis-server 7.0 (Debian redis-server) on 16379, appendonly yes,
+#                  appendfsync always: durable, but one process, no replication, no consensus
+#   redis-nofsync  the same redis-server with no persistence at all (no AOF, no RDB)
+#
+# Data lives under $BENCH_DATA_DIR (default /tmp/raftlock-bench; on this machine /tmp is the same
+# ext4 disk as everything else, not a tmpfs: keep it on a real disk or fsync costs nothing).
+#
+# Packages: `apt-get install -y etcd-server zookeeper redis-server libzookeeper-mt-dev` runs when
+# one of them is missing. On a machine with systemd, installing etcd-server or redis-server starts
+# their default service (ports 2379/2380, 6379); this script stops those units, but only when it
+# installed the package itself in this call, so a service someone already ran is left alone. The
+# units stay enabled (they would start again at boot); `systemctl disable etcd redis-server` if
+# that is unwanted.
+#
+# Environment: BENCH_DATA_DIR, RAFTLOCK_BUILD_DIR (default build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+data_root=${BENCH_DATA_DIR:-/tmp/raftlock-bench}
+build_dir=${RAFTLOCK_BUILD_DIR:-build}
+healthy_deadline_s=60
+stop_deadline_s=10
+nodes=(1 2 3)
+
+say() { echo "peers.sh: $*" >&2; }
+die() {
+    echo "peers.sh: $*" >&2
+    exit 1
+}
+
+system_dir() { echo "$data_root/$1"; }
+
+# --- packages -------------------------------------------------------------------------------------
+
+ensure_packages() {
+    local wanted=("$@") missing=() p
+    for p in "${wanted[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+            missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    [ "$(id -u)" -eq 0 ] || die "missing packages ${missing[*]}: run as root or apt-get install them"
+    say "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # A package's own service would compete for CPU and disk with the measured cluster.
+    if [ -d /run/systemd/system ]; then
+        local unit
+        for p in "${missing[@]}"; do
+            case "$p" in
+                etcd-server) unit=etcd ;;
+                redis-server) unit=redis-server ;;
+                zookeeper) unit=zookeeper ;;
+                *) continue ;;
+            esac
+            if systemctl is-active --quiet "$unit" 2>/dev/null; then
+                say "stopping the $unit service the $p package just started"
+                systemctl stop "$unit" || true
+            fi
+        done
+    fi
+}
+
+all_packages() { ensure_packages etcd-server zookeeper redis-server libzookeeper-mt-dev; }
+
+# --- processes ------------------------------------------------------------------------------------
+
+# start_process NAME LOG COMMAND...: runs COMMAND in the background in its own process group,
+# records its pid in $dir/NAME.pid.
+start_process() {
+    local name=$1 log=$2
+    shift 2
+    (
+        set -m
+        nohup "$@" >>"$log" 2>&1 </dev/null &
+        echo $! >"$dir/$name.pid"
+    )
+}
+
+alive_pids() {
+    local f pid
+    for f in "$dir"/*.pid; do
+        [ -f "$f" ] || continue
+        pid=$(cat "$f")
+        kill -0 "$pid" 2>/dev/null && echo "$pid"
+    done
+    return 0
+}
+
+stop_system() {
+    dir=$(system_dir "$1")
+    [ -d "$dir" ] || {
+        say "$1: nothing to stop"
+        return 0
+    }
+    local pids pid deadline=$((SECONDS + stop_deadline_s))
+    pids=$(alive_pids)
+    for pid in $pids; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    while [ -n "$(alive_pids)" ] && [ $SECONDS -lt $deadline ]; do
+        sleep 0.2
+    done
+    for pid in $(alive_pids); do
+        say "$1: pid $pid still running after ${stop_deadline_s} s, SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    sleep 0.2
+    rm -rf "$dir"
+    say "$1: stopped, data removed"
+}
+
+# Fails when a process of the system died while it was starting (and shows its log).
+check_alive() {
+    local f pid
+    for f in "$dir"/*.pid; do
+        pid=$(cat "$f")
+        if ! kill -0 "$pid" 2>/dev/null; then
+            say "$(basename "$f" .pid) exited while starting; the end of its log:"
+            tail -n 20 "$dir/$(basename "$f" .pid).log" >&2 || true
+            return 1
+        fi
+    done
+}
+
+# wait_healthy NAME CHECK...: polls CHECK until it succeeds or the deadline passes.
+wait_healthy() {
+    local name=$1 deadline=$((SECONDS + healthy_deadline_s))
+    shift
+    while [ $SECONDS -lt $deadline ]; do
+        check_alive || die "$name did not start"
+        if "$@" >/dev/null 2>&1; then
+            say "$name is up: $(cmd_endpoints "$name")"
+            return 0
+        fi
+        sleep 0.5
+    done
+    die "$name not healthy after ${healthy_deadline_s} s (logs in $dir)"
+}
+
+# --- raftlock -------------------------------------------------------------------------------------
+
+raftlock_endpoints() { echo "127.0.0.1:7411,127.0.0.1:7412,127.0.0.1:7413"; }
+
+start_raftlock() {
+    local raftlockd=$root/$build_dir/cli/raftlockd members=() n
+    [ -x "$raftlockd" ] || die "$raftlockd is missing: ninja -C $build_dir raftlockd"
+    for n in "${nodes[@]}"; do
+        members+=(--member "$n=127.0.0.1:$((7400 + n))")
+    done
+    for n in "${nodes[@]}"; do
+        mkdir -p "$dir/node$n"
+        start_process "raftlockd$n" "$dir/raftlockd$n.log" "$raftlockd" --id "$n" \
+            --cluster-id 7 "${members[@]}" --client-listen "127.0.0.1:$((7410 + n))" \
+            --admin-listen "127.0.0.1:$((7420 + n))" --data-dir "$dir/node$n"
+    done
+    wait_healthy raftlock raftlock_has_leader
+}
+
+raftlock_has_leader() {
+    local n
+    for n in "${nodes[@]}"; do
+        curl -sf --max-time 1 "http://127.0.0.1:$((7420 + n))/status" | grep -q '"role":"leader"' &&
+            return 0
+    done
+    return 1
+}
+
+# --- etcd -----------------------------------------------------------------------------------------
+
+etcd_endpoints() { echo "127.0.0.1:24791,127.0.0.1:24792,127.0.0.1:24793"; }
+
+start_etcd() {
+    ensure_packages etcd-server
+    local cluster="" n
+    for n in "${nodes[@]}"; do
+        cluster+="${cluster:+,}n$n=http://127.0.0.1:$((24800 + n))"
+    done
+    for n in "${nodes[@]}"; do
+        start_process "etcd$n" "$dir/etcd$n.log" /usr/bin/etcd --name "n$n" \
+            --data-dir "$dir/n$n" \
+            --listen-client-urls "http://127.0.0.1:$((24790 + n))" \
+            --advertise-client-urls "http://127.0.0.1:$((24790 + n))" \
+            --listen-peer-urls "http://127.0.0.1:$((24800 + n))" \
+            --initial-advertise-peer-urls "http://127.0.0.1:$((24800 + n))" \
+            --initial-cluster "$cluster" --initial-cluster-token raftlock-bench \
+            --initial-cluster-state new --log-level warn --logger zap
+    done
+    wait_healthy etcd etcd_healthy
+}
+
+etcd_healthy() {
+    local n
+    for n in "${nodes[@]}"; do
+        curl -sf --max-time 2 "http://127.0.0.1:$((24790 + n))/health" | grep -q '"health":"true"' ||
+            return 1
+    done
+}
+
+# --- ZooKeeper ------------------------------------------------------------------------------------
+
+zookeeper_endpoints() { echo "127.0.0.1:21811,127.0.0.1:21812,127.0.0.1:21813"; }
+
+start_zookeeper() {
+    ensure_packages zookeeper
+    local n m cfg
+    for n in "${nodes[@]}"; do
+        mkdir -p "$dir/zk$n/data"
+        echo "$n" >"$dir/zk$n/data/myid"
+        cfg=$dir/zk$n/zoo.cfg
+        {
+            echo "tickTime=2000"
+            echo "initLimit=10"
+            echo "syncLimit=5"
+            echo "dataDir=$dir/zk$n/data"
+            echo "clientPort=$((21810 + n))"
+            echo "clientPortAddress=127.0.0.1"
+            echo "forceSync=yes"
+            echo "maxClientCnxns=0"
+            echo "admin.enableServer=false"
+            echo "4lw.commands.whitelist=srvr,ruok"
+            for m in "${nodes[@]}"; do
+                echo "server.$m=127.0.0.1:$((28880 + m)):$((38880 + m))"
+            done
+        } >"$cfg"
+        start_process "zookeeper$n" "$dir/zookeeper$n.log" /usr/bin/java -Xmx512m \
+            -cp "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar" \
+            -Dzookeeper.log.dir="$dir/zk$n" -Dzookeeper.root.logger=WARN,CONSOLE \
+            -Dlog4j.configuration=file:/etc/zookeeper/conf/log4j.properties \
+            org.apache.zookeeper.server.quorum.QuorumPeerMain "$cfg"
+    done
+    wait_healthy zookeeper zookeeper_healthy
+}
+
+# Every server answers "srvr" with a leader or follower mode.
+zookeeper_healthy() {
+    local n answer
+    for n in "${nodes[@]}"; do
+        # shellcheck disable=SC2016  # the inner script expands its own argument
+        answer=$(timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && echo srvr >&3 && cat <&3' \
+            _ "$((21810 + n))") || return 1
+        grep -qE "Mode: (leader|follower)" <<<"$answer" || return 1
+    done
+}
+
+# --- Redis ----------------------------------------------------------------------------------------
+
+redis_endpoints() { echo "127.0.0.1:16379"; }
+
+start_redis() {
+    ensure_packages redis-server
+    local persistence=("$@")
+    start_process redis "$dir/redis.log" /usr/bin/redis-server --port 16379 --bind 127.0.0.1 \
+        --dir "$dir" --daemonize no --save "" "${persistence[@]}"
+    wait_healthy "$system" redis_healthy
+}
+
+redis_healthy() { [ "$(redis-cli -p 16379 ping 2>/dev/null)" = PONG ]; }
+
+# --- commands -------------------------------------------------------------------------------------
+
+cmd_endpoints() {
+    case "$1" in
+        raftlock) raftlock_endpoints ;;
+        etcd) etcd_endpoints ;;
+        zookeeper) zookeeper_endpoints ;;
+        redis | redis-nofsync) redis_endpoints ;;
+        *) die "unknown system '$1' (raftlock, etcd, zookeeper, redis, redis-nofsync)" ;;
+    esac
+}
+
+cmd_start() {
+    system=$1
+    cmd_endpoints "$system" >/dev/null
+    dir=$(system_dir "$system")
+    if [ -d "$dir" ] && [ -n "$(alive_pids)" ]; then
+        die "$system is already running (bench/peers.sh stop $system)"
+    fi
+    local other
+    for other in raftlock etcd zookeeper redis redis-nofsync; do
+        [ "$other" = "$system" ] && continue
+        if [ -d "$(system_dir "$other")" ]; then
+            die "$other is still running or left data: bench/peers.sh stop $other (one at a time)"
+        fi
+    done
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    case "$system" in
+        raftlock) start_raftlock ;;
+        etcd) start_etcd ;;
+        zookeeper) start_zookeeper ;;
+        redis) start_redis --appendonly yes --appendfsync always ;;
+        redis-nofsync) start_redis --appendonly no ;;
+    esac
+}
+
+cmd_status() {
+    dir=$(system_dir "$1")
+    local f pid
+    for f in "$dir"/*.pid; do
+        [ -f "$f" ] || {
+            echo "$1: not running"
+            return
+        }
+        pid=$(cat "$f")
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "$(basename "$f" .pid): running (pid $pid)"
+        else
+            echo "$(basename "$f" .pid): dead"
+        fi
+    done
+}
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+
+main() {
+    local command=${1:-} system=${2:-}
+    case "$command" in
+        start) cmd_start "$system" ;;
+        stop)
+            cmd_endpoints "$system" >/dev/null
+            stop_system "$system"
+            ;;
+        endpoints) cmd_endpoints "$system" ;;
+        status) cmd_status "$system" ;;
+        install) all_packages ;;
+        -h | --help | help) usage ;;
+        *)
+            usage >&2
+            exit 2
+            ;;
+    esac
+}
+
+main "$@"

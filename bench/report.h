@@ -1,0 +1,16 @@
+#pragma once
+
+// Prints a RunResult for people (one line) and as one line of JSON (JSON Lines: a file of them is
+// what bench/compare.sh reads).
+
+#include <string>
+
+#include "bench/scenario.h"
+
+namespace raftlock::bench {
+
+std::string to_text(const RunResult& result);
+// `label` replaces the system name when not empty (e.g. "redis-nofsync").
+std::string to_json(const RunResult& result, const std::string& label);
+
+}  // namespace raftlock::bench
