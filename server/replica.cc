@@ -154,8 +154,18 @@ void Replica::drive() {
             on_soft_state(*ready->soft_state);
         }
         send_raft(ready->early_messages);
-        const bool write = ready->snapshot || !ready->entries.empty() || ready->hard_state;
-        if (!write) {
+        const bool durable = ready->snapshot || !ready->entries.empty() || ready->must_sync;
+        if (!durable) {
+            if (ready->hard_state) {
+                // Only the commit index moved. Nothing sent or applied depends on it being on
+                // disk (a restarted node learns it again from the leader), so its write queues
+                // behind any other and the Ready finishes now: applying a commit, and answering
+                // the client, no longer waits for a round trip through the storage thread.
+                raft::Ready commit_only;
+                commit_only.hard_state = ready->hard_state;
+                worker_->submit([this, commit_only] { storage_->persist(commit_only, false); },
+                                {});
+            }
             finish_ready(*ready);
             continue;
         }

@@ -67,14 +67,15 @@ int main(int argc, char** argv) {
     options.deadline_ns = start + static_cast<int64_t>(seconds * 1e9);
     HistoryRecorder history(origin_ns > 0 ? origin_ns : start);
     WorkloadTotals totals;
+    SharedRun shared;
     std::vector<std::thread> workers;
     for (uint32_t i = 0; i < options.processes; ++i) {
-        workers.emplace_back([&, i] { run_worker(options, i, history, totals); });
+        workers.emplace_back([&, i] { run_worker(options, i, shared, history, totals); });
     }
     for (std::thread& t : workers) {
         t.join();
     }
-    const size_t watch_events = finish_workload(history);
+    const size_t watch_events = finish_workload(shared, history);
     if (!history.write(out)) {
         fmt::print(stderr, "raftlock-jepsen-client: cannot write {}\n", out);
         return 1;

@@ -111,14 +111,113 @@ private:
     int64_t last_ns_ = 0;
 };
 
+// Paths of the ephemeral nodes made so far, for the other workers to read.
+class PathBoard {
+public:
+    void add(std::string path) {
+        std::lock_guard lock(mutex_);
+        if (paths_.size() >= kPathsMax) {
+            paths_.erase(paths_.begin());  // old sessions are done: read the recent ones
+        }
+        paths_.push_back(std::move(path));
+    }
+    std::optional<std::string> pick(std::mt19937_64& rng) const {
+        std::lock_guard lock(mutex_);
+        if (paths_.empty()) {
+            return std::nullopt;
+        }
+        return paths_[std::uniform_int_distribution<size_t>(0, paths_.size() - 1)(rng)];
+    }
+
+private:
+    static constexpr size_t kPathsMax = 64;
+    mutable std::mutex mutex_;
+    std::vector<std::string> paths_;
+};
+
+// What the watch workload saw, turned into history events once every worker is done: the change
+// that preceded each write (from the writers) and each event delivered (to the watchers).
+class WatchLog {
+public:
+    struct Delivery {
+        int64_t time_ns = 0;
+        uint32_t watcher = 0;
+        uint64_t connection = 0;  // Client::connection_count() when the event arrived
+        std::string path;
+        uint64_t zxid = 0;
+    };
+
+    void link(const std::string& path, uint64_t zxid, uint64_t previous_zxid) {
+        std::lock_guard lock(mutex_);
+        previous_[{path, zxid}] = previous_zxid;
+    }
+    void deliver(Delivery delivery) {
+        std::lock_guard lock(mutex_);
+        if (deliveries_.size() < HistoryRecorder::kEventsMax) {
+            deliveries_.push_back(std::move(delivery));
+        }
+    }
+
+    // Every delivery as a history event {"type":"event","f":"watch","value":[zxid, prev]}. A
+    // chain (a process of its own) is one watcher's events on one path over one connection; a
+    // new chain starts after a reconnect (persistent watches do not replay what was missed), at
+    // an inferred event (zxid 0), and at a change whose predecessor no writer saw (an unknown
+    // write that took effect), since those have no known prev to check.
+    void emit(HistoryRecorder& history) const {
+        std::lock_guard lock(mutex_);
+        struct Chain {
+            uint64_t process = 0;
+            uint64_t connection = 0;
+        };
+        std::map<std::pair<uint32_t, std::string>, Chain> chains;
+        std::map<uint32_t, uint64_t> chains_made;
+        for (const Delivery& d : deliveries_) {
+            const auto link = previous_.find({d.path, d.zxid});
+            const bool known = d.zxid != 0 && link != previous_.end();
+            auto [it, fresh] = chains.try_emplace({d.watcher, d.path});
+            if (fresh || !known || it->second.connection != d.connection) {
+                const uint64_t n = chains_made[d.watcher]++;
+                it->second =
+                    Chain{kChainProcessBase + d.watcher * kChainsPerWatcher + n, d.connection};
+            }
+            const uint64_t previous = known ? link->second : 0;
+            history.record_at(d.time_ns, HistoryEvent{.process = it->second.process,
+                                                      .type = "event",
+                                                      .f = "watch",
+                                                      .key = d.path,
+                                                      .value = {d.zxid, previous}});
+        }
+    }
+    size_t deliveries() const {
+        std::lock_guard lock(mutex_);
+        return deliveries_.size();
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::map<std::pair<std::string, uint64_t>, uint64_t> previous_;  // (path, zxid) -> prev
+    std::vector<Delivery> deliveries_;
+};
+
+}  // namespace
+
+struct SharedRun::Parts {
+    PathBoard paths;   // the sessions workload
+    WatchLog watches;  // the watch workload
+};
+
+namespace {
+
 // One worker: a process number, a client with an open session, pacing and totals.
 class Worker {
 public:
     Worker(const WorkloadOptions& options,
            uint32_t worker,
+           SharedRun::Parts& shared,
            HistoryRecorder& history,
            WorkloadTotals& totals)
-        : options_(options),
+        : shared_(shared),
+          options_(options),
           worker_(worker),
           history_(history),
           totals_(totals),
@@ -221,6 +320,7 @@ public:
         }
     }
 
+    SharedRun::Parts& shared_;
     const WorkloadOptions& options_;
     const uint32_t worker_;
     HistoryRecorder& history_;
@@ -451,38 +551,9 @@ void run_sequential(Worker& w) {
 
 // --- sessions ----------------------------------------------------------------------------------
 
-// Paths of the ephemeral nodes made so far, for the other workers to read.
-class PathBoard {
-public:
-    void add(std::string path) {
-        std::lock_guard lock(mutex_);
-        if (paths_.size() >= kPathsMax) {
-            paths_.erase(paths_.begin());  // old sessions are done: read the recent ones
-        }
-        paths_.push_back(std::move(path));
-    }
-    std::optional<std::string> pick(std::mt19937_64& rng) const {
-        std::lock_guard lock(mutex_);
-        if (paths_.empty()) {
-            return std::nullopt;
-        }
-        return paths_[std::uniform_int_distribution<size_t>(0, paths_.size() - 1)(rng)];
-    }
-
-private:
-    static constexpr size_t kPathsMax = 64;
-    mutable std::mutex mutex_;
-    std::vector<std::string> paths_;
-};
-
-PathBoard& path_board() {
-    static PathBoard board;
-    return board;
-}
-
 // Reads another (or this) session's ephemeral node: its data, or null when it does not exist.
 void sessions_read(Worker& w) {
-    const std::optional<std::string> path = path_board().pick(w.rng_);
+    const std::optional<std::string> path = w.shared_.paths.pick(w.rng_);
     if (!path || !w.ensure_session()) {
         return;
     }
@@ -538,7 +609,7 @@ void sessions_cycle(Worker& w, uint64_t generation) {
     const bool created =
         step("create", [&] { return owner->create(key, "x", {.kind = rc::NodeKind::kEphemeral}); });
     if (created) {
-        path_board().add(key);
+        w.shared_.paths.add(key);
     }
     std::uniform_int_distribution<int> reads(1, 4);
     for (int i = reads(w.rng_); i > 0 && w.running(); --i) {
@@ -576,75 +647,6 @@ void run_sessions(Worker& w) {
 
 // --- watch -------------------------------------------------------------------------------------
 
-// What the watch workload saw, turned into history events once every worker is done: the change
-// that preceded each write (from the writers) and each event delivered (to the watchers).
-class WatchLog {
-public:
-    struct Delivery {
-        int64_t time_ns = 0;
-        uint32_t watcher = 0;
-        uint64_t connection = 0;  // Client::connection_count() when the event arrived
-        std::string path;
-        uint64_t zxid = 0;
-    };
-
-    void link(const std::string& path, uint64_t zxid, uint64_t previous_zxid) {
-        std::lock_guard lock(mutex_);
-        previous_[{path, zxid}] = previous_zxid;
-    }
-    void deliver(Delivery delivery) {
-        std::lock_guard lock(mutex_);
-        if (deliveries_.size() < HistoryRecorder::kEventsMax) {
-            deliveries_.push_back(std::move(delivery));
-        }
-    }
-
-    // Every delivery as a history event {"type":"event","f":"watch","value":[zxid, prev]}. A
-    // chain (a process of its own) is one watcher's events on one path over one connection; a
-    // new chain starts after a reconnect (persistent watches do not replay what was missed), at
-    // an inferred event (zxid 0), and at a change whose predecessor no writer saw (an unknown
-    // write that took effect), since those have no known prev to check.
-    void emit(HistoryRecorder& history) const {
-        std::lock_guard lock(mutex_);
-        struct Chain {
-            uint64_t process = 0;
-            uint64_t connection = 0;
-        };
-        std::map<std::pair<uint32_t, std::string>, Chain> chains;
-        std::map<uint32_t, uint64_t> chains_made;
-        for (const Delivery& d : deliveries_) {
-            const auto link = previous_.find({d.path, d.zxid});
-            const bool known = d.zxid != 0 && link != previous_.end();
-            auto [it, fresh] = chains.try_emplace({d.watcher, d.path});
-            if (fresh || !known || it->second.connection != d.connection) {
-                const uint64_t n = chains_made[d.watcher]++;
-                it->second =
-                    Chain{kChainProcessBase + d.watcher * kChainsPerWatcher + n, d.connection};
-            }
-            const uint64_t previous = known ? link->second : 0;
-            history.record_at(d.time_ns, HistoryEvent{.process = it->second.process,
-                                                      .type = "event",
-                                                      .f = "watch",
-                                                      .key = d.path,
-                                                      .value = {d.zxid, previous}});
-        }
-    }
-    size_t deliveries() const {
-        std::lock_guard lock(mutex_);
-        return deliveries_.size();
-    }
-
-private:
-    mutable std::mutex mutex_;
-    std::map<std::pair<std::string, uint64_t>, uint64_t> previous_;  // (path, zxid) -> prev
-    std::vector<Delivery> deliveries_;
-};
-
-WatchLog& watch_log() {
-    static WatchLog log;
-    return log;
-}
-
 // A write that knows what it replaced: get, then set with the version read, so the change it
 // makes follows exactly the change it read (its mzxid).
 void watch_write(Worker& w, const std::string& key, int64_t value) {
@@ -660,7 +662,7 @@ void watch_write(Worker& w, const std::string& key, int64_t value) {
         w.complete_error("write", key, value, set.error());
         return;
     }
-    watch_log().link(path, set->mzxid, got->stat.mzxid);
+    w.shared_.watches.link(path, set->mzxid, got->stat.mzxid);
     w.ok("write", key, value);
 }
 
@@ -682,10 +684,10 @@ void run_watcher(Worker& w) {
     const uint32_t watcher = w.worker_;
     for (uint32_t k = 0; k < w.options_.keys && w.running(); ++k) {
         const std::string path = node_path(register_key(k));
-        auto callback = [raw, watcher, path](const rc::WatchEvent& e) {
+        // The run's log outlives every client (main owns the SharedRun).
+        auto callback = [raw, watcher, path, log = &w.shared_.watches](const rc::WatchEvent& e) {
             if (e.type == rc::EventType::kNodeDataChanged) {
-                watch_log().deliver(
-                    {monotonic_ns(), watcher, raw->connection_count(), path, e.zxid});
+                log->deliver({monotonic_ns(), watcher, raw->connection_count(), path, e.zxid});
             }
         };
         while (w.running() && !raw->add_watch(path, false, callback).ok()) {
@@ -721,16 +723,20 @@ bool prepare_workload(const WorkloadOptions& options, std::string& error) {
     return true;
 }
 
-size_t finish_workload(HistoryRecorder& history) {
-    watch_log().emit(history);
-    return watch_log().deliveries();
+SharedRun::SharedRun() : parts_(std::make_unique<Parts>()) {}
+SharedRun::~SharedRun() = default;
+
+size_t finish_workload(SharedRun& shared, HistoryRecorder& history) {
+    shared.parts().watches.emit(history);
+    return shared.parts().watches.deliveries();
 }
 
 void run_worker(const WorkloadOptions& options,
                 uint32_t worker,
+                SharedRun& shared,
                 HistoryRecorder& history,
                 WorkloadTotals& totals) {
-    Worker w(options, worker, history, totals);
+    Worker w(options, worker, shared.parts(), history, totals);
     if (options.workload == "register") {
         run_register(w);
     } else if (options.workload == "lock") {

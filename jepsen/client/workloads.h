@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "client/endpoints.h"
@@ -50,17 +51,34 @@ struct WorkloadTotals {
     std::atomic<uint64_t> info{0};
 };
 
+// What the workers of one run share: the ephemeral paths the sessions workload reads, and the
+// watch workload's writes and deliveries. Made by main for the run and passed to every worker.
+class SharedRun {
+public:
+    SharedRun();
+    ~SharedRun();
+    SharedRun(const SharedRun&) = delete;
+    SharedRun& operator=(const SharedRun&) = delete;
+
+    struct Parts;  // workloads.cc
+    Parts& parts() { return *parts_; }
+
+private:
+    std::unique_ptr<Parts> parts_;
+};
+
 // Creates the nodes the workload needs (not recorded in the history). False when the cluster
 // could not be reached in time.
 bool prepare_workload(const WorkloadOptions& options, std::string& error);
 
 // After every worker has returned: adds what only the whole run can tell (the watch events, whose
 // predecessors are known once every write has answered). Returns the watch events added.
-size_t finish_workload(HistoryRecorder& history);
+size_t finish_workload(SharedRun& shared, HistoryRecorder& history);
 
 // One worker's whole run, until options.deadline_ns.
 void run_worker(const WorkloadOptions& options,
                 uint32_t worker,
+                SharedRun& shared,
                 HistoryRecorder& history,
                 WorkloadTotals& totals);
 
