@@ -163,8 +163,7 @@ void Replica::drive() {
                 // the client, no longer waits for a round trip through the storage thread.
                 raft::Ready commit_only;
                 commit_only.hard_state = ready->hard_state;
-                worker_->submit([this, commit_only] { storage_->persist(commit_only, false); },
-                                {});
+                worker_->submit([this, commit_only] { storage_->persist(commit_only, false); }, {});
             }
             finish_ready(*ready);
             continue;
