@@ -7,11 +7,21 @@
 //                  [--duration S] [--warmup S] [--rate OPS_PER_S] [--value-bytes B]
 //                  [--lock-wait-ms MS] [--fifo-slack-us US] [--dir DIR]
 //                  [--json FILE] [--label NAME]
+//                  [--peers SCRIPT --peer-system NAME]           lock.failover, session.keepalive
+//                  [--session-timeout-ms MS] [--failover-repeats N] [--restart-after S]
+//                  [--idle-sessions N[,N...]] [--idle-timeout-ms MS]
+//
+// lock.failover and session.keepalive need to reach the system's processes: --peers names
+// bench/peers.sh and --peer-system its SYSTEM argument (leader / kill-node / start-node / pids).
+// `--hold NAME` is lock.failover's holder process (this program started by itself): it takes the
+// lock, prints "held" and keeps its session alive until it is killed. `--idle-hold N` likewise
+// holds N idle sessions for session.keepalive (bench/idle_children.cc).
 //
 // Every (scenario, clients) pair is one run: a line for people on stdout and, with --json, one
 // JSON object appended to FILE (JSON Lines). --label names the system in the JSON (e.g.
 // "redis-nofsync"). Exit status 1 when a run had errors, 2 for bad arguments.
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -19,9 +29,11 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "bench/driver.h"
+#include "bench/idle_sessions.h"
 #include "bench/report.h"
 #include "bench/scenario.h"
 
@@ -38,6 +50,8 @@ struct Args {
     RunOptions run;
     std::string json_path;
     std::string label;
+    std::string hold;      // --hold NAME: lock.failover's holder process
+    size_t idle_hold = 0;  // --idle-hold N: a process holding N idle sessions
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -128,11 +142,31 @@ Args parse(int argc, char** argv) {
             a.json_path = value;
         } else if (flag == "--label") {
             a.label = value;
+        } else if (flag == "--peers") {
+            a.run.peers_script = value;
+        } else if (flag == "--peer-system") {
+            a.run.peer_system = value;
+        } else if (flag == "--session-timeout-ms") {
+            a.run.session_timeout =
+                std::chrono::milliseconds(static_cast<int64_t>(positive(flag, value, false)));
+        } else if (flag == "--failover-repeats") {
+            a.run.failover_repeats = static_cast<int>(positive(flag, value, false));
+        } else if (flag == "--restart-after") {
+            a.run.restart_after_s = positive(flag, value, false);
+        } else if (flag == "--idle-sessions") {
+            a.run.idle_sessions = int_list(flag, value);
+        } else if (flag == "--idle-timeout-ms") {
+            a.run.idle_timeout =
+                std::chrono::milliseconds(static_cast<int64_t>(positive(flag, value, false)));
+        } else if (flag == "--hold") {
+            a.hold = value;
+        } else if (flag == "--idle-hold") {
+            a.idle_hold = static_cast<size_t>(positive(flag, value, false));
         } else {
             usage_error("unknown flag " + flag);
         }
     }
-    if (a.scenarios.empty()) {
+    if (a.scenarios.empty() && a.hold.empty() && a.idle_hold == 0) {
         usage_error("--scenario is required");
     }
     for (const std::string& s : a.scenarios) {
@@ -144,7 +178,26 @@ Args parse(int argc, char** argv) {
             usage_error("unknown scenario " + s);
         }
     }
+    a.run.system = a.system;
+    if (a.run.peer_system.empty()) {
+        a.run.peer_system = a.label.empty() ? a.system : a.label;
+    }
     return a;
+}
+
+// session.keepalive holds three descriptors per ZooKeeper session (its socket and the C client's
+// wake-up pipe): as many as allowed, 1 Mi where the process may raise its hard limit (root).
+void raise_open_files_limit() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+        return;
+    }
+    rlimit wanted = limit;
+    wanted.rlim_cur = wanted.rlim_max = std::max<rlim_t>(limit.rlim_max, 1 << 20);
+    if (::setrlimit(RLIMIT_NOFILE, &wanted) != 0) {
+        limit.rlim_cur = limit.rlim_max;
+        (void)::setrlimit(RLIMIT_NOFILE, &limit);
+    }
 }
 
 std::string default_endpoints(const std::string& system) {
@@ -160,8 +213,9 @@ std::string default_endpoints(const std::string& system) {
     return "127.0.0.1:6379";
 }
 
-std::unique_ptr<Driver> make_driver(const Args& a) {
+std::unique_ptr<Driver> make_driver(Args& a) {
     const std::string endpoints = a.endpoints.empty() ? default_endpoints(a.system) : a.endpoints;
+    a.run.endpoints = endpoints;
     if (!parse_host_ports(endpoints).ok()) {
         usage_error(parse_host_ports(endpoints).error());
     }
@@ -196,6 +250,19 @@ int main(int argc, char** argv) {
     if (args.system != "floor") {
         driver = make_driver(args);
     }
+    if (!args.hold.empty()) {
+        if (!driver) {
+            usage_error("--hold needs a --system with locks");
+        }
+        return run_hold(*driver, args.hold, args.run);
+    }
+    raise_open_files_limit();
+    if (args.idle_hold > 0) {
+        if (!driver) {
+            usage_error("--idle-hold needs a --system with sessions");
+        }
+        return run_idle_hold(*driver, args.idle_hold, args.run.idle_timeout);
+    }
     std::FILE* json = nullptr;
     if (!args.json_path.empty()) {
         json = std::fopen(args.json_path.c_str(), "a");
@@ -211,21 +278,25 @@ int main(int argc, char** argv) {
                 fmt::format("scenario {} does not go with --system {}", scenario, args.system));
         }
         const bool watch = scenario == "watch.latency";
-        for (int n : watch ? args.watchers : args.clients) {
+        // session.keepalive has one writer; its sizes are --idle-sessions.
+        const std::vector<int> once = {1};
+        const bool single = scenario == "session.keepalive";
+        for (int n : single ? once : watch ? args.watchers : args.clients) {
             RunOptions o = args.run;
             o.scenario = scenario;
             o.clients = n;
             o.watchers = n;
             // Unique names per run: a system keeps what earlier runs left behind.
             o.prefix = fmt::format("b{}-{}-{}", ::getpid(), std::time(nullptr), ++run_number);
-            const RunResult result = run_scenario(driver.get(), o);
-            fmt::print("{}\n", to_text(result));
-            std::fflush(stdout);
-            if (json != nullptr) {
-                fmt::print(json, "{}\n", to_json(result, args.label));
-                std::fflush(json);
-            }
-            any_errors = any_errors || result.errors > 0;
+            run_scenario(driver.get(), o, [&](const RunResult& result) {
+                fmt::print("{}\n", to_text(result));
+                std::fflush(stdout);
+                if (json != nullptr) {
+                    fmt::print(json, "{}\n", to_json(result, args.label));
+                    std::fflush(json);
+                }
+                any_errors = any_errors || result.errors > 0;
+            });
         }
     }
     if (json != nullptr) {

@@ -3,7 +3,10 @@
 #
 #   bench/compare.sh [SCENARIO...]
 #
-# SCENARIO: lock.uncontended lock.handoff kv.write kv.read watch.latency (default: all five).
+# SCENARIO: lock.uncontended lock.handoff kv.write kv.read watch.latency lock.failover
+# session.keepalive (default: all seven). lock.failover and session.keepalive run last for each
+# system, in that order (a section of their own: they kill and restart the system's leader, and
+# open thousands of sessions); they reach the system's processes through bench/peers.sh.
 # Each system is started by bench/peers.sh (three nodes on loopback with fsync on; Redis is one
 # durable process, and once more without persistence), given the same scenarios by the same
 # raftlock-bench, and stopped before the next one starts. The physical floor (4 KiB synced writes
@@ -23,6 +26,13 @@
 #   BENCH_KV_CLIENTS       the kv.write sweep [1 4 16 64 256]
 #   BENCH_READ_CLIENTS     clients for kv.read [1 16]
 #   BENCH_WATCHERS         watchers for watch.latency [1 16]
+#   BENCH_FAILOVER_CLIENTS clients cycling locks while the leader is killed [4]
+#   BENCH_FAILOVER_DURATION  measured seconds of that run (the kill is a quarter in) [20]
+#   BENCH_FAILOVER_REPEATS holder kills per system [5]
+#   BENCH_RESTART_AFTER    seconds the killed leader stays down [5]
+#   BENCH_SESSION_TIMEOUT_MS  the holder's session / lease / PX timeout, every system [3000]
+#   BENCH_IDLE_SESSIONS    idle session counts for session.keepalive [1000 10000]
+#   BENCH_IDLE_TIMEOUT_MS  their session / lease timeout [10000]
 #   BENCH_OUT, BENCH_DATA_DIR (see bench/peers.sh), RAFTLOCK_BUILD_DIR [build]
 #   BENCH_NO_BUILD=1       use the binaries in the build directory as they are
 set -euo pipefail
@@ -38,7 +48,9 @@ out=${BENCH_OUT:-/tmp/raftlock-bench-results/$(date +%Y%m%d-%H%M%S)}
 data_dir=${BENCH_DATA_DIR:-/tmp/raftlock-bench}
 bench=$build_dir/bench/raftlock-bench
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(lock.uncontended lock.handoff kv.write kv.read watch.latency)
+[ ${#scenarios[@]} -gt 0 ] ||
+    scenarios=(lock.uncontended lock.handoff kv.write kv.read watch.latency lock.failover
+        session.keepalive)
 
 say() { echo "compare.sh: $*" >&2; }
 die() {
@@ -49,6 +61,7 @@ die() {
 for s in "${scenarios[@]}"; do
     case "$s" in
         lock.uncontended | lock.handoff | kv.write | kv.read | watch.latency) ;;
+        lock.failover | session.keepalive) ;;
         *) die "unknown scenario '$s'" ;;
     esac
 done
@@ -97,6 +110,7 @@ run_system() {
     fi
     endpoints=$(bench/peers.sh endpoints "$system")
     for s in "${scenarios[@]}"; do
+        case "$s" in lock.failover | session.keepalive) continue ;; esac
         flag=--clients
         [ "$s" = watch.latency ] && flag=--watchers
         list=$(clients_for "$s" | tr ' ' ',')
@@ -104,8 +118,38 @@ run_system() {
             --duration "$duration" --warmup "$warmup" --json "$out/results.jsonl" "${label[@]}" ||
             say "$system $s: some operations failed (see 'first error' above)"
     done
+    run_failover_section "$system" "$driver" "$endpoints" "${label[@]}"
     bench/peers.sh stop "$system"
     running=""
+}
+
+# lock.failover and session.keepalive, when asked for: after the other scenarios, since the first
+# kills and restarts the leader and the second opens thousands of sessions.
+run_failover_section() {
+    local system=$1 driver=$2 endpoints=$3 s list
+    shift 3
+    local common=(--system "$driver" --endpoints "$endpoints" --peers bench/peers.sh
+        --peer-system "$system" --json "$out/results.jsonl" "$@")
+    for s in "${scenarios[@]}"; do
+        case "$s" in
+            lock.failover)
+                "$bench" "${common[@]}" --scenario lock.failover \
+                    --clients "${BENCH_FAILOVER_CLIENTS:-4}" \
+                    --duration "${BENCH_FAILOVER_DURATION:-20}" --warmup "$warmup" \
+                    --failover-repeats "${BENCH_FAILOVER_REPEATS:-5}" \
+                    --restart-after "${BENCH_RESTART_AFTER:-5}" \
+                    --session-timeout-ms "${BENCH_SESSION_TIMEOUT_MS:-3000}" ||
+                    say "$system lock.failover: some takes or cycles failed (see above)"
+                ;;
+            session.keepalive)
+                list=$(echo "${BENCH_IDLE_SESSIONS:-1000 10000}" | tr ' ' ',')
+                "$bench" "${common[@]}" --scenario session.keepalive --idle-sessions "$list" \
+                    --idle-timeout-ms "${BENCH_IDLE_TIMEOUT_MS:-10000}" \
+                    --duration "$duration" --warmup "$warmup" ||
+                    say "$system session.keepalive: some sessions or writes failed (see above)"
+                ;;
+        esac
+    done
 }
 
 main() {

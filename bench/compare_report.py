@@ -33,6 +33,68 @@ def fmt_ms(us):
     return f"{v:.3f}" if v < 10 else f"{v:.1f}"
 
 
+# Scenarios with tables of their own (their figures are not ops/s and latency of one operation).
+FAILOVER = ("lock.failover.holder", "lock.failover.leader")
+KEEPALIVE = "session.keepalive"
+
+
+def special(run):
+    return run["scenario"] in FAILOVER or run["scenario"] == KEEPALIVE
+
+
+def cell(figures, name, digits=0):
+    v = figures.get(name)
+    return "" if v is None else f"{v:.{digits}f}"
+
+
+def failover_table(runs):
+    holder = {r["system"]: r for r in runs if r["scenario"] == "lock.failover.holder"}
+    leader = {r["system"]: r for r in runs if r["scenario"] == "lock.failover.leader"}
+    if not holder and not leader:
+        return []
+    lines = ["| system | session timeout ms | holder killed → next grant, ms (each) | median ms | "
+             "leader killed: unavailable ms | longest gap before the kill ms | failed calls | "
+             "notes |",
+             "|---|---:|---|---:|---:|---:|---:|---|"]
+    for system in list(dict.fromkeys(list(holder) + list(leader))):
+        h = holder.get(system, {"figures": {}, "errors": 0, "first_error": "", "note": ""})
+        lf = leader.get(system, {"figures": {}, "errors": 0, "first_error": "", "note": ""})
+        hf, lff = h["figures"], lf["figures"]
+        takes = ", ".join(f"{v:.0f}" for k, v in sorted(hf.items()) if k.startswith("take_"))
+        notes = []
+        if h["errors"]:
+            notes.append("holder: " + h["first_error"][:60].replace("|", "/"))
+        if lf.get("note") and "unavailable_ms" not in lff:
+            notes.append("leader: " + lf["note"][:60].replace("|", "/"))
+        if lf["errors"]:
+            notes.append("first failure: " + lf["first_error"][:50].replace("|", "/"))
+        lines.append(f"| {system} | {cell(hf, 'session_timeout_ms')} | {takes} | "
+                     f"{cell(hf, 'median_ms')} | {cell(lff, 'unavailable_ms')} | "
+                     f"{cell(lff, 'longest_gap_before_kill_ms')} | "
+                     f"{lf['errors'] if 'unavailable_ms' in lff else ''} | {'; '.join(notes)} |")
+    return lines + [""]
+
+
+def keepalive_table(runs):
+    rs = [r for r in runs if r["scenario"] == KEEPALIVE]
+    if not rs:
+        return []
+    lines = ["| system | idle sessions | open s | kv.write ops/s | p50 ms | p99 ms | "
+             "server CPU % | server RSS MiB | load generator CPU % | keepalive errors | notes |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rs:
+        f = r["figures"]
+        lat = r["latency_us"]
+        measured = r["ops"] > 0
+        notes = (r.get("note") or r["first_error"])[:70].replace("|", "/")
+        lines.append(f"| {r['system']} | {cell(f, 'idle_sessions')} | {cell(f, 'open_s', 3)} | "
+                     f"{r['ops_per_s']:.0f} | {fmt_ms(lat['p50']) if measured else ''} | "
+                     f"{fmt_ms(lat['p99']) if measured else ''} | {cell(f, 'server_cpu_pct')} | "
+                     f"{cell(f, 'server_rss_mib')} | {cell(f, 'client_cpu_pct')} | "
+                     f"{cell(f, 'keepalive_errors')} | {notes} |")
+    return lines + [""]
+
+
 def group_key(run):
     return (run["scenario"], run["clients"])
 
@@ -48,10 +110,14 @@ def table(runs):
             lines.append(f"| {r['scenario']} | {r['ops_per_s']:.0f} | {fmt_ms(lat['p50'])} | "
                          f"{fmt_ms(lat['p99'])} | {fmt_ms(lat['p999'])} |")
         lines.append("")
+    lines += failover_table(runs)
+    lines += keepalive_table(runs)
     groups = {}
     for r in runs:
-        if r["system"] != "floor":
+        if r["system"] != "floor" and not special(r):
             groups.setdefault(group_key(r), []).append(r)
+    if not groups:
+        return "\n".join(lines) + "\n"
     lines.append("| scenario | clients | system | ops/s | p50 ms | p99 ms | p99.9 ms | errors | "
                  "raftlock ÷ peer ops/s | raftlock ÷ peer p50 | notes |")
     lines.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -87,7 +153,7 @@ def chart(runs, out_dir):
     groups = []
     values = {}
     for r in runs:
-        if r["system"] == "floor":
+        if r["system"] == "floor" or special(r):
             continue
         if r["system"] not in systems:
             systems.append(r["system"])

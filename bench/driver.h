@@ -68,6 +68,24 @@ public:
     // Delivers every later change of `key` to `sink` until the session is destroyed. The sink
     // must outlive the session. When watch() returns the watch is armed.
     virtual Status watch(const std::string& key, WatchSink& sink) = 0;
+
+    // Does now what keeps this session, and the locks it holds, alive: a raftlock KeepAlive, an
+    // etcd lease keepalive, a PEXPIRE of the held Redis lock; nothing for ZooKeeper, whose client
+    // pings by itself. A holder that must outlive its session timeout calls it at a third of it.
+    virtual Status keep_alive() = 0;
+};
+
+// Sessions that only stay alive (session.keepalive): opened in bulk, kept alive from threads of
+// their own until destroyed (which closes them where the system can).
+class IdleSessions {
+public:
+    virtual ~IdleSessions() = default;
+    virtual size_t open_count() const = 0;
+    // Keepalives that failed since the sessions were opened, and the first failure's text.
+    virtual uint64_t keepalive_errors() const = 0;
+    virtual std::string first_error() const = 0;
+    // The processes other than this one that hold the sessions' client side (child processes).
+    virtual std::vector<int> client_pids() const { return {}; }
 };
 
 class Driver {
@@ -76,6 +94,15 @@ public:
     virtual std::string name() const = 0;
     // Opens client number `index` (drivers spread clients over the system's nodes by index).
     virtual Result<std::unique_ptr<Session>, std::string> open(int index) = 0;
+
+    // The session (raftlock, ZooKeeper), lease (etcd) or lock expiry (Redis PX) timeout of the
+    // sessions opened after this call; each driver has a long default, longer than any run.
+    virtual void set_session_timeout(std::chrono::milliseconds timeout) = 0;
+
+    // Opens `count` sessions of `timeout` that do nothing but stay alive. An error says why the
+    // system has none (Redis) or why they could not all be opened.
+    virtual Result<std::unique_ptr<IdleSessions>, std::string> open_idle(
+        size_t count, std::chrono::milliseconds timeout) = 0;
 };
 
 // endpoints: "host:port,host:port,..." of the system's client ports.

@@ -1,12 +1,16 @@
 // etcd 3.4 through its JSON gRPC gateway over HTTP/1.1 (bench/http_client.h), one keep-alive
 // connection per client, client i on member i % n:
-//   session  /v3/lease/grant (TTL kLeaseTtlSeconds, longer than any run: no keepalives needed),
+//   session  /v3/lease/grant (TTL 3600 s unless set_session_timeout says otherwise: longer than
+//            any run, so no keepalives are needed except by lock.failover's holder),
 //            /v3/lease/revoke when the client closes
 //   lock     /v3/lock/lock {name, lease} (the server-side v3lock recipe: a key under the name's
 //            prefix, waiting for every older key to go), /v3/lock/unlock {key}
 //   kv       /v3/kv/put and /v3/kv/range (linearizable: serializable is false by default)
 //   watch    /v3/watch, a chunked stream on a second connection read by its own thread
+//   keepalive  /v3/lease/keepalive with one message (the gateway ends the stream after it)
+//   idle     leases of their own (bench/idle_etcd.cc)
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -14,6 +18,7 @@
 
 #include "bench/driver.h"
 #include "bench/http_client.h"
+#include "bench/idle_sessions.h"
 #include "bench/json_text.h"
 
 namespace raftlock::bench {
@@ -23,11 +28,12 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr auto kIoTimeout = 60s;
-constexpr int kLeaseTtlSeconds = 3600;
+constexpr int64_t kDefaultLeaseTtlSeconds = 3600;
 
 class EtcdSession final : public Session {
 public:
-    explicit EtcdSession(HostPort member) : member_(member), http_(member, kIoTimeout) {}
+    EtcdSession(HostPort member, int64_t ttl_s)
+        : member_(member), http_(member, kIoTimeout), ttl_s_(ttl_s) {}
 
     ~EtcdSession() override {
         if (watch_thread_.joinable()) {
@@ -41,7 +47,7 @@ public:
     }
 
     Status open() {
-        auto r = call("/v3/lease/grant", fmt::format(R"({{"TTL":{}}})", kLeaseTtlSeconds));
+        auto r = call("/v3/lease/grant", fmt::format(R"({{"TTL":{}}})", ttl_s_));
         if (!r.ok()) {
             return "lease grant: " + r.error();
         }
@@ -136,6 +142,17 @@ public:
         return Done{};
     }
 
+    Status keep_alive() override {
+        auto r = call("/v3/lease/keepalive", fmt::format(R"({{"ID":"{}"}})", lease_id_));
+        if (!r.ok()) {
+            return "lease keepalive: " + r.error();
+        }
+        if (r->text.find("\"TTL\"") == std::string::npos) {
+            return "lease keepalive: the lease expired: " + r->text;
+        }
+        return Done{};
+    }
+
 private:
     Result<Text, std::string> call(const std::string& path, const std::string& body) {
         auto r = http_.post(path, body);
@@ -164,6 +181,7 @@ private:
 
     HostPort member_;
     HttpClient http_;
+    int64_t ttl_s_;
     std::string lease_id_;
     std::unique_ptr<HttpClient> watch_http_;
     std::thread watch_thread_;
@@ -176,9 +194,19 @@ public:
 
     std::string name() const override { return "etcd"; }
 
+    // etcd leases have whole-second TTLs: rounded up.
+    void set_session_timeout(std::chrono::milliseconds timeout) override {
+        ttl_s_ = std::max<int64_t>(1, (timeout.count() + 999) / 1000);
+    }
+
+    Result<std::unique_ptr<IdleSessions>, std::string> open_idle(
+        size_t count, std::chrono::milliseconds timeout) override {
+        return open_etcd_idle(members_, count, timeout);
+    }
+
     Result<std::unique_ptr<Session>, std::string> open(int index) override {
         const HostPort& member = members_[static_cast<size_t>(index) % members_.size()];
-        auto session = std::make_unique<EtcdSession>(member);
+        auto session = std::make_unique<EtcdSession>(member, ttl_s_);
         if (Status s = session->open(); !s.ok()) {
             return s.error();
         }
@@ -187,6 +215,7 @@ public:
 
 private:
     std::vector<HostPort> members_;
+    int64_t ttl_s_ = kDefaultLeaseTtlSeconds;
 };
 
 }  // namespace

@@ -3,10 +3,12 @@
 //   lock    acquire(name, wait) / release(lease): the server's FIFO queue hands the lock over
 //   kv      set / get of the node /bench/<key> (reads are linearizable: ReadIndex)
 //   watch   a persistent watch on /bench/<key>
+//   idle    many sessions over few connections of our own (bench/idle_raftlock.cc)
 
 #include <fmt/format.h>
 
 #include "bench/driver.h"
+#include "bench/idle_sessions.h"
 #include "client/client.h"
 
 namespace raftlock::bench {
@@ -16,7 +18,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace rc = raftlock::client;
 
-constexpr auto kSessionTimeout = 30s;
+constexpr auto kDefaultSessionTimeout = 30s;
 constexpr std::string_view kParent = "/bench";
 
 std::string node_path(const std::string& key) {
@@ -25,12 +27,13 @@ std::string node_path(const std::string& key) {
 
 class RaftlockSession final : public Session {
 public:
-    explicit RaftlockSession(rc::ClientOptions options) : client_(std::move(options)) {}
+    RaftlockSession(rc::ClientOptions options, std::chrono::milliseconds timeout)
+        : client_(std::move(options)), timeout_(timeout) {}
 
     ~RaftlockSession() override { (void)client_.close_session(); }
 
     Status open() {
-        auto s = client_.open_session(kSessionTimeout);
+        auto s = client_.open_session(timeout_);
         if (!s.ok()) {
             return "open_session: " + rc::to_string(s.error());
         }
@@ -99,14 +102,34 @@ public:
         return Done{};
     }
 
+    Status keep_alive() override {
+        auto r = client_.keep_alive();
+        if (!r.ok()) {
+            return "keep_alive: " + rc::to_string(r.error());
+        }
+        return Done{};
+    }
+
 private:
     rc::Client client_;
+    std::chrono::milliseconds timeout_;
 };
 
 class RaftlockDriver final : public Driver {
 public:
     explicit RaftlockDriver(std::vector<rc::Endpoint> endpoints)
         : endpoints_(std::move(endpoints)) {}
+
+    void set_session_timeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+
+    Result<std::unique_ptr<IdleSessions>, std::string> open_idle(
+        size_t count, std::chrono::milliseconds timeout) override {
+        std::vector<HostPort> nodes;
+        for (const rc::Endpoint& e : endpoints_) {
+            nodes.push_back(HostPort{e.host, e.port});
+        }
+        return open_raftlock_idle(nodes, count, timeout);
+    }
 
     std::string name() const override { return "raftlock"; }
 
@@ -116,7 +139,7 @@ public:
         // The seed picks the client's first endpoint, so seeds 1..N spread the clients over the
         // nodes the way lock_load does (pseudo-randomly, not round robin).
         options.seed = static_cast<uint64_t>(index) + 1;
-        auto session = std::make_unique<RaftlockSession>(std::move(options));
+        auto session = std::make_unique<RaftlockSession>(std::move(options), timeout_);
         if (Status s = session->open(); !s.ok()) {
             return s.error();
         }
@@ -125,6 +148,7 @@ public:
 
 private:
     std::vector<rc::Endpoint> endpoints_;
+    std::chrono::milliseconds timeout_ = kDefaultSessionTimeout;
 };
 
 }  // namespace

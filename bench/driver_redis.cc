@@ -4,6 +4,7 @@
 //   kv      SET / GET kv:<key>
 //   watch   keyspace notifications (CONFIG SET notify-keyspace-events K$, SUBSCRIBE
 //           __keyspace@0__:kv:<key>) on a second connection read by its own thread
+//   keepalive  a compare-and-PEXPIRE script on the last lock taken (the lock's TTL is its lease)
 // Redis has no waiter queue: waiting is polling, so hand-off latency and fairness depend on the
 // retry delay. Redis is one process, no consensus; it is durable only through its append-only file.
 
@@ -24,9 +25,12 @@ using namespace std::chrono_literals;
 
 constexpr auto kIoTimeout = 30s;
 constexpr auto kRetryDelay = 1ms;
-constexpr int64_t kLockTtlMs = 30'000;
+constexpr int64_t kDefaultLockTtlMs = 30'000;
 constexpr std::string_view kReleaseScript =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) "
+    "else return 0 end";
+constexpr std::string_view kExtendScript =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) "
     "else return 0 end";
 
 std::string reply_error(const RespReply& r) {
@@ -35,7 +39,8 @@ std::string reply_error(const RespReply& r) {
 
 class RedisSession final : public Session {
 public:
-    RedisSession(HostPort server, uint64_t seed) : server_(std::move(server)), random_(seed) {}
+    RedisSession(HostPort server, uint64_t seed, int64_t lock_ttl_ms)
+        : server_(std::move(server)), random_(seed), lock_ttl_ms_(lock_ttl_ms) {}
 
     ~RedisSession() override {
         if (watch_thread_.joinable()) {
@@ -65,7 +70,7 @@ public:
         out.name = name;
         out.key = "lock:" + name;
         out.value = fmt::format("{:016x}", random_());
-        const std::string ttl = std::to_string(kLockTtlMs);
+        const std::string ttl = std::to_string(lock_ttl_ms_);
         const auto deadline = Clock::now() + wait;
         for (;;) {
             auto r = conn_.call({"SET", out.key, out.value, "NX", "PX", ttl});
@@ -73,6 +78,7 @@ public:
                 return r.error();
             }
             if (r->type == RespReply::Type::kSimple) {
+                held_ = out;
                 return Done{};
             }
             if (r->type != RespReply::Type::kNil) {
@@ -150,6 +156,21 @@ public:
         return Done{};
     }
 
+    Status keep_alive() override {
+        if (held_.key.empty()) {
+            return Done{};
+        }
+        auto r = conn_.call(
+            {"EVAL", kExtendScript, "1", held_.key, held_.value, std::to_string(lock_ttl_ms_)});
+        if (!r.ok()) {
+            return r.error();
+        }
+        if (r->type != RespReply::Type::kInteger || r->integer != 1) {
+            return "extend: the lock was no longer ours: " + reply_error(*r);
+        }
+        return Done{};
+    }
+
 private:
     void read_events(WatchSink& sink) {
         while (!stop_) {
@@ -168,6 +189,8 @@ private:
 
     HostPort server_;
     std::mt19937_64 random_;
+    int64_t lock_ttl_ms_;
+    LockHandle held_;  // the last lock taken, which keep_alive() extends
     RespClient conn_;
     std::string release_sha_;
     RespClient watch_conn_;
@@ -181,9 +204,19 @@ public:
 
     std::string name() const override { return "redis"; }
 
+    void set_session_timeout(std::chrono::milliseconds timeout) override {
+        lock_ttl_ms_ = timeout.count();
+    }
+
+    Result<std::unique_ptr<IdleSessions>, std::string> open_idle(
+        size_t, std::chrono::milliseconds) override {
+        return std::string("not applicable: Redis has no sessions (a lock's lease is its PX)");
+    }
+
     Result<std::unique_ptr<Session>, std::string> open(int index) override {
         const HostPort& server = servers_[static_cast<size_t>(index) % servers_.size()];
-        auto session = std::make_unique<RedisSession>(server, std::random_device{}() + index);
+        auto session =
+            std::make_unique<RedisSession>(server, std::random_device{}() + index, lock_ttl_ms_);
         if (Status s = session->open(); !s.ok()) {
             return s.error();
         }
@@ -192,6 +225,7 @@ public:
 
 private:
     std::vector<HostPort> servers_;
+    int64_t lock_ttl_ms_ = kDefaultLockTtlMs;
 };
 
 }  // namespace

@@ -9,18 +9,24 @@
 //           otherwise served from the connected server's possibly stale state)
 //   watch   a one-shot data watch re-registered (exists) after each event; `armed` fires when the
 //           re-registration's reply arrives
+//   idle    one handle per session (a ZooKeeper session is a connection), each with the C
+//           client's own two threads that send its pings; over 5,000, in child processes
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <future>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 #include <zookeeper/zookeeper.h>
 
 #include "bench/driver.h"
+#include "bench/idle_sessions.h"
+#include "bench/run_clock.h"
 
 namespace raftlock::bench {
 
@@ -28,7 +34,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr int kSessionTimeoutMs = 30'000;
+constexpr int kDefaultSessionTimeoutMs = 30'000;
+constexpr size_t kCloseThreads = 8;
+// Each handle holds three descriptors (its socket, the C client's wake-up pipe); one process may
+// have 20,000 here and cannot raise that, so larger counts are spread over child processes.
+constexpr size_t kIdleHandlesPerProcess = 5000;
 constexpr auto kConnectTimeout = 10s;
 constexpr int kValueBytesMax = 1 << 20;
 constexpr std::string_view kLockRoot = "/bench-locks";
@@ -69,9 +79,9 @@ public:
         }
     }
 
-    Status open(const std::string& hosts) {
-        zh_ = zookeeper_init(hosts.c_str(), &ZkSession::on_session_event, kSessionTimeoutMs,
-                             nullptr, this, 0);
+    Status open(const std::string& hosts, int timeout_ms) {
+        zh_ = zookeeper_init(hosts.c_str(), &ZkSession::on_session_event, timeout_ms, nullptr, this,
+                             0);
         if (zh_ == nullptr) {
             return fmt::format("zookeeper_init({}) failed", hosts);
         }
@@ -189,6 +199,9 @@ public:
         return Done{};
     }
 
+    // The C client's own thread pings at a third of the negotiated timeout.
+    Status keep_alive() override { return Done{}; }
+
 private:
     static std::string kv_path(const std::string& key) {
         return fmt::format("{}/{}", kKvRoot, key);
@@ -264,6 +277,82 @@ private:
     std::string watch_path_;
 };
 
+// Idle sessions: one handle each. Connected handles are counted by the session watcher; an
+// expired or lost session counts as a keepalive error.
+class ZkIdleSessions final : public IdleSessions {
+public:
+    ~ZkIdleSessions() override {
+        // zookeeper_close waits for the server's answer to CloseSession: close in parallel.
+        std::vector<std::thread> closers;
+        for (size_t t = 0; t < kCloseThreads; ++t) {
+            closers.emplace_back([this, t] {
+                for (size_t i = t; i < handles_.size(); i += kCloseThreads) {
+                    zookeeper_close(handles_[i]);
+                }
+            });
+        }
+        for (std::thread& t : closers) {
+            t.join();
+        }
+    }
+
+    Status open(const std::string& hosts, size_t count, int timeout_ms) {
+        {
+            std::lock_guard lock(mutex_);
+            expected_ = count;
+        }
+        for (size_t i = 0; i < count; ++i) {
+            zhandle_t* zh = zookeeper_init(hosts.c_str(), &ZkIdleSessions::on_event, timeout_ms,
+                                           nullptr, this, 0);
+            if (zh == nullptr) {
+                return fmt::format("zookeeper_init failed after {} handles: {}", i,
+                                   std::strerror(errno));
+            }
+            handles_.push_back(zh);
+        }
+        const auto deadline = Clock::now() + kConnectTimeout + std::chrono::milliseconds(count * 5);
+        std::unique_lock lock(mutex_);
+        if (!cv_.wait_until(lock, deadline, [&] { return connected_ >= count; })) {
+            return fmt::format("{} of {} sessions connected", connected_, count);
+        }
+        return Done{};
+    }
+
+    size_t open_count() const override {
+        std::lock_guard lock(mutex_);
+        return connected_;
+    }
+    uint64_t keepalive_errors() const override { return errors_.count(); }
+    std::string first_error() const override { return errors_.first(); }
+
+private:
+    static void on_event(zhandle_t*, int type, int state, const char*, void* context) {
+        auto* self = static_cast<ZkIdleSessions*>(context);
+        if (type != ZOO_SESSION_EVENT) {
+            return;
+        }
+        if (state == ZOO_CONNECTED_STATE) {
+            std::lock_guard lock(self->mutex_);
+            // A reconnect after a lost connection reports CONNECTED again; count sessions once.
+            if (self->connected_ < self->expected_) {
+                ++self->connected_;
+            }
+            self->cv_.notify_all();
+        } else if (state == ZOO_EXPIRED_SESSION_STATE) {
+            self->errors_.add("session expired");
+        } else if (state == ZOO_CONNECTING_STATE) {
+            self->errors_.add("connection lost");
+        }
+    }
+
+    std::vector<zhandle_t*> handles_;
+    mutable std::mutex mutex_;
+    std::condition_variable cv_;
+    size_t expected_ = 0;   // under mutex_
+    size_t connected_ = 0;  // under mutex_
+    ErrorLog errors_;
+};
+
 class ZkDriver final : public Driver {
 public:
     explicit ZkDriver(std::string hosts) : hosts_(std::move(hosts)) {
@@ -272,9 +361,28 @@ public:
 
     std::string name() const override { return "zookeeper"; }
 
+    // The servers bound it by minSessionTimeout / maxSessionTimeout (bench/peers.sh sets 1 s and
+    // ZooKeeper's default 40 s).
+    void set_session_timeout(std::chrono::milliseconds timeout) override {
+        timeout_ms_ = static_cast<int>(timeout.count());
+    }
+
+    Result<std::unique_ptr<IdleSessions>, std::string> open_idle(
+        size_t count, std::chrono::milliseconds timeout) override {
+        if (count > kIdleHandlesPerProcess) {
+            return open_idle_in_children("zookeeper", hosts_, count, kIdleHandlesPerProcess,
+                                         timeout);
+        }
+        auto sessions = std::make_unique<ZkIdleSessions>();
+        if (Status s = sessions->open(hosts_, count, static_cast<int>(timeout.count())); !s.ok()) {
+            return s.error();
+        }
+        return std::unique_ptr<IdleSessions>(std::move(sessions));
+    }
+
     Result<std::unique_ptr<Session>, std::string> open(int /*index*/) override {
         auto session = std::make_unique<ZkSession>();
-        if (Status s = session->open(hosts_); !s.ok()) {
+        if (Status s = session->open(hosts_, timeout_ms_); !s.ok()) {
             return s.error();
         }
         return std::unique_ptr<Session>(std::move(session));
@@ -282,6 +390,7 @@ public:
 
 private:
     std::string hosts_;
+    int timeout_ms_ = kDefaultSessionTimeoutMs;
 };
 
 }  // namespace

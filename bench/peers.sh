@@ -7,6 +7,10 @@
 #   bench/peers.sh endpoints SYSTEM  the client endpoints to give raftlock-bench --endpoints
 #   bench/peers.sh status SYSTEM     which of its processes are alive
 #   bench/peers.sh install           install every peer package that is missing
+#   bench/peers.sh leader SYSTEM     the node number (1-3) of the current leader
+#   bench/peers.sh kill-node SYSTEM N   SIGKILL node N (its data stays)
+#   bench/peers.sh start-node SYSTEM N  start node N again on its data, wait until it answers
+#   bench/peers.sh pids SYSTEM       the process ids of its running servers, one a line
 #
 # SYSTEM:
 #   raftlock       three raftlockd (build/cli/raftlockd), Raft 7401-7403, clients 7411-7413,
@@ -14,7 +18,9 @@
 #   etcd           three etcd 3.4 members (Debian etcd-server), clients 24791-24793, peers
 #                  24801-24803; fsync on (etcd's default; --unsafe-no-fsync is not given)
 #   zookeeper      a three-server ZooKeeper 3.8 ensemble (Debian zookeeper), clients 21811-21813,
-#                  quorum 28881-28883, election 38881-38883, forceSync=yes, admin server off
+#                  quorum 28881-28883, election 38881-38883, forceSync=yes, admin server off,
+#                  minSessionTimeout=1000 (the default, 2 ticks = 4 s, would raise the 3 s
+#                  session timeout lock.failover gives every system)
 #   redis          one redis-server 7.0 (Debian redis-server) on 16379, appendonly yes,
 #                  appendfsync always: durable, but one process, no replication, no consensus
 #   redis-nofsync  the same redis-server with no persistence at all (no AOF, no RDB)
@@ -162,18 +168,40 @@ wait_healthy() {
 raftlock_endpoints() { echo "127.0.0.1:7411,127.0.0.1:7412,127.0.0.1:7413"; }
 
 start_raftlock() {
-    local raftlockd=$root/$build_dir/cli/raftlockd members=() n
-    [ -x "$raftlockd" ] || die "$raftlockd is missing: ninja -C $build_dir raftlockd"
+    local n
     for n in "${nodes[@]}"; do
-        members+=(--member "$n=127.0.0.1:$((7400 + n))")
-    done
-    for n in "${nodes[@]}"; do
-        mkdir -p "$dir/node$n"
-        start_process "raftlockd$n" "$dir/raftlockd$n.log" "$raftlockd" --id "$n" \
-            --cluster-id 7 "${members[@]}" --client-listen "127.0.0.1:$((7410 + n))" \
-            --admin-listen "127.0.0.1:$((7420 + n))" --data-dir "$dir/node$n"
+        start_raftlock_node "$n"
     done
     wait_healthy raftlock raftlock_has_leader
+}
+
+# The same command for the first start and a restart: raftlockd recovers from its data dir.
+start_raftlock_node() {
+    local n=$1 raftlockd=$root/$build_dir/cli/raftlockd members=() m
+    [ -x "$raftlockd" ] || die "$raftlockd is missing: ninja -C $build_dir raftlockd"
+    for m in "${nodes[@]}"; do
+        members+=(--member "$m=127.0.0.1:$((7400 + m))")
+    done
+    mkdir -p "$dir/node$n"
+    start_process "raftlockd$n" "$dir/raftlockd$n.log" "$raftlockd" --id "$n" \
+        --cluster-id 7 "${members[@]}" --client-listen "127.0.0.1:$((7410 + n))" \
+        --admin-listen "127.0.0.1:$((7420 + n))" --data-dir "$dir/node$n"
+}
+
+raftlock_node_answers() {
+    curl -sf --max-time 1 "http://127.0.0.1:$((7420 + $1))/status" | grep -q '"role"'
+}
+
+raftlock_leader() {
+    local n
+    for n in "${nodes[@]}"; do
+        if curl -sf --max-time 1 "http://127.0.0.1:$((7420 + n))/status" |
+            grep -q '"role":"leader"'; then
+            echo "$n"
+            return 0
+        fi
+    done
+    return 1
 }
 
 raftlock_has_leader() {
@@ -191,21 +219,47 @@ etcd_endpoints() { echo "127.0.0.1:24791,127.0.0.1:24792,127.0.0.1:24793"; }
 
 start_etcd() {
     ensure_packages etcd-server
-    local cluster="" n
+    local n
     for n in "${nodes[@]}"; do
-        cluster+="${cluster:+,}n$n=http://127.0.0.1:$((24800 + n))"
-    done
-    for n in "${nodes[@]}"; do
-        start_process "etcd$n" "$dir/etcd$n.log" /usr/bin/etcd --name "n$n" \
-            --data-dir "$dir/n$n" \
-            --listen-client-urls "http://127.0.0.1:$((24790 + n))" \
-            --advertise-client-urls "http://127.0.0.1:$((24790 + n))" \
-            --listen-peer-urls "http://127.0.0.1:$((24800 + n))" \
-            --initial-advertise-peer-urls "http://127.0.0.1:$((24800 + n))" \
-            --initial-cluster "$cluster" --initial-cluster-token raftlock-bench \
-            --initial-cluster-state new --log-level warn --logger zap
+        start_etcd_node "$n"
     done
     wait_healthy etcd etcd_healthy
+}
+
+# A restart uses the same flags: with an existing data dir etcd ignores the --initial-* ones.
+start_etcd_node() {
+    local n=$1 cluster="" m
+    for m in "${nodes[@]}"; do
+        cluster+="${cluster:+,}n$m=http://127.0.0.1:$((24800 + m))"
+    done
+    start_process "etcd$n" "$dir/etcd$n.log" /usr/bin/etcd --name "n$n" \
+        --data-dir "$dir/n$n" \
+        --listen-client-urls "http://127.0.0.1:$((24790 + n))" \
+        --advertise-client-urls "http://127.0.0.1:$((24790 + n))" \
+        --listen-peer-urls "http://127.0.0.1:$((24800 + n))" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$((24800 + n))" \
+        --initial-cluster "$cluster" --initial-cluster-token raftlock-bench \
+        --initial-cluster-state new --log-level warn --logger zap
+}
+
+etcd_node_answers() {
+    curl -sf --max-time 2 "http://127.0.0.1:$((24790 + $1))/health" | grep -q '"health":"true"'
+}
+
+# Every member reports its own id and the leader's; the leader is the one where they are equal.
+etcd_leader() {
+    local n answer own leader
+    for n in "${nodes[@]}"; do
+        answer=$(curl -sf --max-time 2 -X POST -d '{}' \
+            "http://127.0.0.1:$((24790 + n))/v3/maintenance/status") || continue
+        own=$(grep -o '"member_id":"[0-9]*"' <<<"$answer" | head -n1 | grep -o '[0-9]\+') || continue
+        leader=$(grep -o '"leader":"[0-9]*"' <<<"$answer" | head -n1 | grep -o '[0-9]\+') || continue
+        if [ "$own" = "$leader" ]; then
+            echo "$n"
+            return 0
+        fi
+    done
+    return 1
 }
 
 etcd_healthy() {
@@ -231,6 +285,7 @@ start_zookeeper() {
             echo "tickTime=2000"
             echo "initLimit=10"
             echo "syncLimit=5"
+            echo "minSessionTimeout=1000"
             echo "dataDir=$dir/zk$n/data"
             echo "clientPort=$((21810 + n))"
             echo "clientPortAddress=127.0.0.1"
@@ -242,24 +297,46 @@ start_zookeeper() {
                 echo "server.$m=127.0.0.1:$((28880 + m)):$((38880 + m))"
             done
         } >"$cfg"
-        start_process "zookeeper$n" "$dir/zookeeper$n.log" /usr/bin/java -Xmx512m \
-            -cp "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar" \
-            -Dzookeeper.log.dir="$dir/zk$n" -Dzookeeper.root.logger=WARN,CONSOLE \
-            -Dlog4j.configuration=file:/etc/zookeeper/conf/log4j.properties \
-            org.apache.zookeeper.server.quorum.QuorumPeerMain "$cfg"
+        start_zookeeper_node "$n"
     done
     wait_healthy zookeeper zookeeper_healthy
 }
 
+start_zookeeper_node() {
+    local n=$1
+    start_process "zookeeper$n" "$dir/zookeeper$n.log" /usr/bin/java -Xmx512m \
+        -cp "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar" \
+        -Dzookeeper.log.dir="$dir/zk$n" -Dzookeeper.root.logger=WARN,CONSOLE \
+        -Dlog4j.configuration=file:/etc/zookeeper/conf/log4j.properties \
+        org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zk$n/zoo.cfg"
+}
+
+# The answer of the four-letter word "srvr" (whitelisted in zoo.cfg) from server N.
+zookeeper_srvr() {
+    # shellcheck disable=SC2016  # the inner script expands its own argument
+    timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && echo srvr >&3 && cat <&3' \
+        _ "$((21810 + $1))"
+}
+
+zookeeper_node_answers() { zookeeper_srvr "$1" | grep -qE "Mode: (leader|follower)"; }
+
 # Every server answers "srvr" with a leader or follower mode.
 zookeeper_healthy() {
-    local n answer
+    local n
     for n in "${nodes[@]}"; do
-        # shellcheck disable=SC2016  # the inner script expands its own argument
-        answer=$(timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && echo srvr >&3 && cat <&3' \
-            _ "$((21810 + n))") || return 1
-        grep -qE "Mode: (leader|follower)" <<<"$answer" || return 1
+        zookeeper_node_answers "$n" || return 1
     done
+}
+
+zookeeper_leader() {
+    local n
+    for n in "${nodes[@]}"; do
+        if zookeeper_srvr "$n" 2>/dev/null | grep -q "Mode: leader"; then
+            echo "$n"
+            return 0
+        fi
+    done
+    return 1
 }
 
 # --- Redis ----------------------------------------------------------------------------------------
@@ -313,6 +390,88 @@ cmd_start() {
     esac
 }
 
+# --- one node at a time (lock.failover) ------------------------------------------------------------
+
+# The process-name prefix of SYSTEM's pid files, or nothing for the single-process systems.
+node_process() {
+    case "$1" in
+        raftlock) echo raftlockd ;;
+        etcd) echo etcd ;;
+        zookeeper) echo zookeeper ;;
+        redis | redis-nofsync) die "$1 is a single process: no nodes to fail over between" ;;
+    esac
+}
+
+check_node() {
+    cmd_endpoints "$1" >/dev/null
+    node_process "$1" >/dev/null
+    case "${2:-}" in
+        1 | 2 | 3) ;;
+        *) die "node must be 1, 2 or 3, got '${2:-}'" ;;
+    esac
+    dir=$(system_dir "$1")
+    [ -d "$dir" ] || die "$1 is not running (bench/peers.sh start $1)"
+}
+
+cmd_leader() {
+    cmd_endpoints "$1" >/dev/null
+    node_process "$1" >/dev/null
+    local deadline=$((SECONDS + 10))
+    # Right after an election there may briefly be none: ask again for a while.
+    while [ $SECONDS -lt $deadline ]; do
+        "${1}_leader" && return 0
+        sleep 0.2
+    done
+    die "$1: no leader found in 10 s"
+}
+
+cmd_kill_node() {
+    check_node "$1" "$2"
+    local f pid
+    f="$dir/$(node_process "$1")$2.pid"
+    pid=$(cat "$f")
+    kill -0 "$pid" 2>/dev/null || die "$1 node $2 (pid $pid) is not running"
+    kill -KILL "$pid"
+    # The process may take a moment to go (or linger as a zombie until it is reaped).
+    local deadline=$((SECONDS + stop_deadline_s))
+    while process_alive "$pid" && [ $SECONDS -lt $deadline ]; do
+        sleep 0.05
+    done
+    say "$1 node $2 (pid $pid) killed"
+}
+
+# Running, and not a zombie.
+process_alive() {
+    kill -0 "$1" 2>/dev/null || return 1
+    [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
+
+cmd_start_node() {
+    check_node "$1" "$2"
+    local f pid deadline=$((SECONDS + healthy_deadline_s))
+    f="$dir/$(node_process "$1")$2.pid"
+    pid=$(cat "$f")
+    if process_alive "$pid"; then
+        die "$1 node $2 (pid $pid) is still running"
+    fi
+    "start_${1}_node" "$2"
+    while [ $SECONDS -lt $deadline ]; do
+        if "${1}_node_answers" "$2" >/dev/null 2>&1; then
+            say "$1 node $2 is back (pid $(cat "$f"))"
+            return 0
+        fi
+        sleep 0.2
+    done
+    die "$1 node $2 did not answer within ${healthy_deadline_s} s (log in $dir)"
+}
+
+cmd_pids() {
+    cmd_endpoints "$1" >/dev/null
+    dir=$(system_dir "$1")
+    [ -d "$dir" ] || die "$1 is not running"
+    alive_pids
+}
+
 cmd_status() {
     dir=$(system_dir "$1")
     local f pid
@@ -343,6 +502,10 @@ main() {
         endpoints) cmd_endpoints "$system" ;;
         status) cmd_status "$system" ;;
         install) all_packages ;;
+        leader) cmd_leader "$system" ;;
+        kill-node) cmd_kill_node "$system" "${3:-}" ;;
+        start-node) cmd_start_node "$system" "${3:-}" ;;
+        pids) cmd_pids "$system" ;;
         -h | --help | help) usage ;;
         *)
             usage >&2

@@ -64,6 +64,9 @@ std::string to_text(const RunResult& r) {
     for (const auto& [name, value] : r.figures) {
         out += fmt::format("\n    {}: {}", name, value);
     }
+    if (!r.note.empty()) {
+        out += fmt::format("\n    note: {}", r.note);
+    }
     if (!r.first_error.empty()) {
         out += fmt::format("\n    first error: {}", r.first_error);
     }
@@ -82,10 +85,10 @@ std::string to_json(const RunResult& r, const std::string& label) {
     return fmt::format(
         R"({{"system":"{}","scenario":"{}","mode":"{}","clients":{},"rate_per_s":{},)"
         R"("seconds":{},"ops":{},"ops_per_s":{:.1f},"errors":{},"first_error":"{}",)"
-        R"("latency_us":{},"more_latency_us":{{{}}},"figures":{{{}}}}})",
+        R"("latency_us":{},"more_latency_us":{{{}}},"figures":{{{}}},"note":"{}"}})",
         json_escape(label.empty() ? r.system : label), r.scenario, r.mode, r.clients, r.rate_per_s,
         r.seconds, r.ops, r.ops_per_s(), r.errors, json_escape(r.first_error),
-        latency_json(r.latency), more, figures);
+        latency_json(r.latency), more, figures, json_escape(r.note));
 }
 
 }  // namespace raftlock::bench

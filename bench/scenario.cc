@@ -114,8 +114,9 @@ std::string make_value(size_t bytes, int client) {
 
 const std::vector<std::string>& scenario_names() {
     static const std::vector<std::string> names = {
-        "lock.uncontended", "lock.handoff",          "kv.write",       "kv.read", "watch.latency",
-        "floor.fsync",      "floor.fsync.overwrite", "floor.loopback",
+        "lock.uncontended",      "lock.handoff",   "kv.write",          "kv.read",
+        "watch.latency",         "lock.failover",  "session.keepalive", "floor.fsync",
+        "floor.fsync.overwrite", "floor.loopback",
     };
     return names;
 }
@@ -124,21 +125,28 @@ bool scenario_needs_driver(const std::string& scenario) {
     return scenario.rfind("floor.", 0) != 0;
 }
 
-RunResult run_scenario(Driver* driver, const RunOptions& options) {
+void run_scenario(Driver* driver, const RunOptions& options, const ReportFn& report) {
     if (options.scenario == "floor.fsync" || options.scenario == "floor.fsync.overwrite") {
-        return run_floor_fsync(options);
+        report(run_floor_fsync(options));
+    } else if (options.scenario == "floor.loopback") {
+        report(run_floor_loopback(options));
+    } else if (options.scenario == "lock.handoff") {
+        RL_ASSERT(driver != nullptr);
+        report(run_handoff(*driver, options));
+    } else if (options.scenario == "watch.latency") {
+        RL_ASSERT(driver != nullptr);
+        report(run_watch(*driver, options));
+    } else if (options.scenario == "lock.failover") {
+        RL_ASSERT(driver != nullptr);
+        report(run_holder_crash(*driver, options));
+        report(run_leader_crash(*driver, options));
+    } else if (options.scenario == "session.keepalive") {
+        RL_ASSERT(driver != nullptr);
+        run_keepalive(*driver, options, report);
+    } else {
+        RL_ASSERT(driver != nullptr);
+        report(run_ops(*driver, options));
     }
-    if (options.scenario == "floor.loopback") {
-        return run_floor_loopback(options);
-    }
-    RL_ASSERT(driver != nullptr);
-    if (options.scenario == "lock.handoff") {
-        return run_handoff(*driver, options);
-    }
-    if (options.scenario == "watch.latency") {
-        return run_watch(*driver, options);
-    }
-    return run_ops(*driver, options);
 }
 
 RunResult run_ops(Driver& driver, const RunOptions& o) {
