@@ -201,7 +201,9 @@ Result<bool, std::string> Core::start() {
     port_ = acceptor_.local_endpoint().port();
     accept();
     for (auto& [id, peer] : peers_) {
-        dial(*peer);
+        if (!peer->retired) {
+            dial(*peer);
+        }
     }
     return true;
 }
