@@ -32,6 +32,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "net/client_listener.h"
@@ -245,8 +246,8 @@ private:
     uint64_t next_tag_ = 0;
     bool removed_ = false;
     std::optional<PendingMemberChange> member_change_;
-    // The configuration the peer list was last built from (nullopt: not built yet).
-    std::optional<raft::ConfState> peers_conf_;
+    // The (latest, applied) configurations the peer list was last built from; nullopt: not yet.
+    std::optional<std::pair<raft::ConfState, raft::ConfState>> peers_source_;
 
     std::map<net::ConnectionId, Connection> connections_;
     std::map<uint64_t, std::set<net::ConnectionId>> session_connections_;

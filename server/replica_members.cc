@@ -201,7 +201,13 @@ void Replica::on_removed_by_peer(uint64_t peer) {
 // takes part (a removed leader must hear the acks that commit its removal). Before this node has
 // any configuration, to the --member list.
 void Replica::refresh_peers() {
-    raft::ConfState conf = raw_->conf_state();
+    // Called for every Ready: the common case (nothing changed) compares, copies nothing.
+    const raft::ConfState& latest = raw_->conf_state();
+    if (peers_source_ && peers_source_->first == latest && peers_source_->second == applied_conf_) {
+        return;
+    }
+    peers_source_.emplace(latest, applied_conf_);
+    raft::ConfState conf = latest;
     for (raft::NodeId id : applied_conf_.voters) {
         if (!is_member(conf, id)) {
             conf.learners.push_back(id);  // only the union of members matters here
@@ -214,10 +220,6 @@ void Replica::refresh_peers() {
     }
     std::sort(conf.learners.begin(), conf.learners.end());
     conf.addresses.insert(applied_conf_.addresses.begin(), applied_conf_.addresses.end());
-    if (peers_conf_ && *peers_conf_ == conf) {
-        return;
-    }
-    peers_conf_ = conf;
     std::map<uint64_t, Endpoint> directory;
     for (const Member& m : config_.members) {
         if (conf.empty() || is_member(conf, m.id)) {
@@ -239,7 +241,7 @@ void Replica::refresh_peers() {
             peers.push_back(net::PeerAddress{id, endpoint.host, endpoint.port});
         }
     }
-    for (raft::NodeId id : raw_->conf_state().voters) {
+    for (raft::NodeId id : latest.voters) {
         if (id != config_.node_id && directory.count(id) == 0) {
             spdlog::warn("member {} has no known address: give it with --member {}=HOST:PORT", id,
                          id);
