@@ -1,11 +1,12 @@
 #include "bench/scenario.h"
 
 #include <algorithm>
-#include <latch>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "bench/run_clients.h"
 #include "bench/run_clock.h"
 
 namespace raftlock::bench {
@@ -153,36 +154,32 @@ RunResult run_ops(Driver& driver, const RunOptions& o) {
     const auto n = static_cast<size_t>(std::max(1, o.clients));
     std::vector<ClientOut> outs(n);
     ErrorLog errors;
-    std::latch ready(static_cast<ptrdiff_t>(n));
-    std::latch go(1);
-    Timeline timeline;  // written before `go` opens
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < n; ++i) {
-        threads.emplace_back([&, i] {
+    Timeline timeline;
+    std::vector<std::unique_ptr<Session>> sessions(n);
+    std::vector<Status> prepared(n, Done{});
+    run_clients(
+        n, o.warmup_s, o.duration_s, timeline,
+        [&](size_t i) {
             const int client = static_cast<int>(i);
             auto session = driver.open(client);
-            Status prepared = Done{};
             if (!session.ok()) {
-                prepared = "open: " + session.error();
-            } else if (o.scenario == "kv.write" || o.scenario == "kv.read") {
-                prepared = (*session)->prepare_key(fmt::format("{}-{}", o.prefix, client),
-                                                   make_value(o.value_bytes, client));
-            }
-            ready.count_down();
-            go.wait();
-            if (!prepared.ok()) {
-                errors.add(prepared.error());
+                prepared[i] = "open: " + session.error();
                 return;
             }
-            client_loop(o, **session, client, timeline, errors, outs[i]);
+            sessions[i] = std::move(*session);
+            if (o.scenario == "kv.write" || o.scenario == "kv.read") {
+                prepared[i] = sessions[i]->prepare_key(fmt::format("{}-{}", o.prefix, client),
+                                                       make_value(o.value_bytes, client));
+            }
+        },
+        [&](size_t i) {
+            if (!prepared[i].ok()) {
+                errors.add(prepared[i].error());
+                return;
+            }
+            client_loop(o, *sessions[i], static_cast<int>(i), timeline, errors, outs[i]);
+            sessions[i].reset();  // closed on its own thread, beside the others
         });
-    }
-    ready.wait();
-    timeline = Timeline::from_now(o.warmup_s, o.duration_s);
-    go.count_down();
-    for (std::thread& t : threads) {
-        t.join();
-    }
 
     RunResult r;
     r.system = driver.name();

@@ -6,12 +6,13 @@
 // Grants/s is the run's throughput.
 
 #include <algorithm>
-#include <latch>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "bench/run_clients.h"
 #include "bench/run_clock.h"
 #include "bench/scenario.h"
 
@@ -92,27 +93,23 @@ RunResult run_handoff(Driver& driver, const RunOptions& o) {
     Shared shared;
     shared.lock_name = fmt::format("{}-handoff", o.prefix);
     std::vector<ClientOut> outs(n);
-    std::latch ready(static_cast<ptrdiff_t>(n));
-    std::latch go(1);
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < n; ++i) {
-        threads.emplace_back([&, i] {
+    std::vector<std::unique_ptr<Session>> sessions(n);
+    run_clients(
+        n, o.warmup_s, o.duration_s, shared.timeline,
+        [&](size_t i) {
             auto session = driver.open(static_cast<int>(i));
-            ready.count_down();
-            go.wait();
-            if (!session.ok()) {
+            if (session.ok()) {
+                sessions[i] = std::move(*session);
+            } else {
                 shared.errors.add("open: " + session.error());
-                return;
             }
-            handoff_loop(o, **session, static_cast<int>(i), shared, outs[i]);
+        },
+        [&](size_t i) {
+            if (sessions[i]) {
+                handoff_loop(o, *sessions[i], static_cast<int>(i), shared, outs[i]);
+                sessions[i].reset();  // closed on its own thread, beside the others
+            }
         });
-    }
-    ready.wait();
-    shared.timeline = Timeline::from_now(o.warmup_s, o.duration_s);
-    go.count_down();
-    for (std::thread& t : threads) {
-        t.join();
-    }
 
     RunResult r;
     r.system = driver.name();

@@ -8,13 +8,14 @@
 // on its member, fails until the member is back).
 
 #include <algorithm>
-#include <latch>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "bench/peers_control.h"
+#include "bench/run_clients.h"
 #include "bench/run_clock.h"
 #include "bench/scenario.h"
 
@@ -130,31 +131,27 @@ RunResult run_leader_crash(Driver& driver, const RunOptions& o) {
     std::vector<Histogram> latency(n);
     std::vector<std::vector<Clock::time_point>> completions(n);
     ErrorLog errors;
-    std::latch ready(static_cast<ptrdiff_t>(n));
-    std::latch go(1);
-    Timeline timeline;  // written before `go` opens
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < n; ++i) {
-        threads.emplace_back([&, i] {
-            auto session = driver.open(static_cast<int>(i));
-            ready.count_down();
-            go.wait();
-            if (!session.ok()) {
-                errors.add("open: " + session.error());
-                return;
-            }
-            cycle_loop(o, **session, static_cast<int>(i), timeline, errors, latency[i],
-                       completions[i]);
-        });
-    }
-    ready.wait();
-    timeline = Timeline::from_now(o.warmup_s, o.duration_s);
-    go.count_down();
+    Timeline timeline;
     Control control;
-    control_loop(peers, timeline, o.restart_after_s, control);
-    for (std::thread& t : threads) {
-        t.join();
-    }
+    std::vector<std::unique_ptr<Session>> sessions(n);
+    run_clients(
+        n, o.warmup_s, o.duration_s, timeline,
+        [&](size_t i) {
+            auto session = driver.open(static_cast<int>(i));
+            if (session.ok()) {
+                sessions[i] = std::move(*session);
+            } else {
+                errors.add("open: " + session.error());
+            }
+        },
+        [&](size_t i) {
+            if (sessions[i]) {
+                cycle_loop(o, *sessions[i], static_cast<int>(i), timeline, errors, latency[i],
+                           completions[i]);
+                sessions[i].reset();  // closed on its own thread, beside the others
+            }
+        },
+        [&] { control_loop(peers, timeline, o.restart_after_s, control); });
 
     std::vector<Clock::time_point> all;
     for (size_t i = 0; i < n; ++i) {
