@@ -19,11 +19,13 @@
 #include "net/admin_http.h"
 #include "net/client_listener.h"
 #include "net/peer_transport.h"
+#include "net/resp_listener.h"
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
 #include "server/clock.h"
 #include "server/config.h"
 #include "server/metrics.h"
+#include "server/redis_frontend.h"
 #include "server/replica.h"
 #include "storage/rocks_storage.h"
 
@@ -50,6 +52,18 @@ public:
         listener->send(id, message);
     }
     void close(net::ConnectionId id) override { listener->close(id); }
+};
+
+class RespSink final : public RespOutput {
+public:
+    net::RespListener* listener = nullptr;
+    void send(net::ConnectionId id, std::string bytes) override {
+        listener->send(id, std::move(bytes));
+    }
+    void close(net::ConnectionId id) override { listener->close(id); }
+    void pause_reading(net::ConnectionId id, bool paused) override {
+        listener->pause_reading(id, paused);
+    }
 };
 
 // The data directory remembers which cluster and node it belongs to, so a directory copied to the
@@ -182,6 +196,30 @@ int run(const ServerConfig& config) {
     net::ClientListener listener(io, client_options, replica);
     client_sink.listener = &listener;
 
+    // The Redis port, when configured (docs/redis-mode.md).
+    RespSink resp_sink;
+    std::unique_ptr<RedisFrontend> redis_frontend;
+    std::unique_ptr<net::RespListener> redis_listener;
+    if (!config.redis_listen.host.empty()) {
+        RedisFrontendOptions redis_options;
+        redis_options.password = config.redis_password;
+        redis_options.node_id = config.node_id;
+        redis_frontend = std::make_unique<RedisFrontend>(redis_options, resp_sink, replica);
+        net::RespListenerOptions resp_options;
+        resp_options.listen_host = config.redis_listen.host;
+        resp_options.listen_port = config.redis_listen.port;
+        resp_options.connections_max = config.connections_max;
+        redis_listener = std::make_unique<net::RespListener>(io, resp_options, *redis_frontend);
+        resp_sink.listener = redis_listener.get();
+        replica.set_redis_frontend(redis_frontend.get());
+        if (auto started = redis_listener->start(); !started.ok()) {
+            spdlog::critical("cannot listen on the redis port: {}", started.error());
+            return 1;
+        }
+        spdlog::info("node {} serving Redis clients on {}:{}", config.node_id,
+                     config.redis_listen.host, redis_listener->port());
+    }
+
     std::map<std::string, net::AdminHttp::Route> routes;
     routes["/status"] = [&replica] {
         return net::HttpReply{200, "application/json", replica.status_json() + "\n"};
@@ -219,6 +257,9 @@ int run(const ServerConfig& config) {
         // Let the SHUTTING_DOWN replies go out before the sockets close.
         asio::post(io, [&] {
             listener.stop();
+            if (redis_listener) {
+                redis_listener->stop();
+            }
             transport.stop();
             io.stop();
         });

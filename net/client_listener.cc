@@ -1,67 +1,19 @@
 #include "net/client_listener.h"
 
-#include <array>
-#include <chrono>
-#include <deque>
 #include <map>
+#include <set>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
-#include "net/asio_listen.h"
 #include "net/client_codec.h"
 #include "net/frame.h"
-#include "net/log_limiter.h"
 #include "net/message_frame.h"
 #include "proto/client.pb.h"
 #include "raft/assert.h"
 
 namespace raftlock::net {
 
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
-using boost::system::error_code;
-using std::chrono::milliseconds;
-
 namespace {
-
-// Every connection reads into one shared buffer (wait for readable, then a non-blocking read), so
-// ten thousand idle clients do not each pin a read buffer. It also bounds the requests one
-// connection hands to the handler per turn of the loop.
-constexpr size_t kReadChunkBytes = 64 * 1024;
-constexpr size_t kWriteBatchFramesMax = 1024;
-constexpr size_t kWriteBatchBytesMax = 8u << 20;
-constexpr milliseconds kLogInterval{30000};
-
-struct Conn {
-    Conn(tcp::socket s, ConnectionId id_, uint32_t frame_bytes_max)
-        : socket(std::move(s)),
-          idle_timer(socket.get_executor()),
-          decoder(frame_bytes_max),
-          id(id_) {}
-
-    tcp::socket socket;
-    asio::steady_timer idle_timer;
-    uint64_t idle_generation = 0;  // tells a stale expiry from the current one
-    FrameDecoder decoder;
-    ConnectionId id;
-    std::deque<std::string> out;  // encoded frames not yet handed to a write
-    size_t out_bytes = 0;         // queued + being written
-    bool writing = false;
-    bool flush_posted = false;
-    bool closing = false;  // flushing `out`, then half-closed; input is discarded
-    bool closed = false;
-};
-
-struct WriteBatch {
-    std::vector<std::string> frames;
-    std::vector<asio::const_buffer> buffers;
-    size_t bytes = 0;
-};
 
 // The request id of a payload that failed decode_request, when it parses that far: the client can
 // match the BAD_REQUEST to the request it sent.
@@ -74,379 +26,116 @@ uint64_t peek_request_id(std::string_view payload) {
     return 0;
 }
 
-proto::ServerMessage error_response(uint64_t request_id, proto::Code code, std::string message) {
+std::string error_frame(uint64_t request_id, proto::Code code, std::string message) {
     proto::ServerMessage m;
     proto::Response* r = m.mutable_response();
     r->set_request_id(request_id);
     r->set_code(code);
     r->set_message(std::move(message));
-    return m;
-}
-
-// Owned through a shared_ptr held by every pending handler (see peer_transport.cc).
-class Core : public std::enable_shared_from_this<Core> {
-public:
-    using ConnPtr = std::shared_ptr<Conn>;
-
-    Core(asio::io_context& io, ClientListenerOptions options, ClientHandler& handler)
-        : io_(io), options_(std::move(options)), handler_(handler), acceptor_(io), retry_(io) {
-        RL_ASSERT(options_.frame_bytes_max > 0);
-        RL_ASSERT(options_.connections_max > 0);
-        RL_ASSERT(options_.idle_partial_frame_ms > 0);
-    }
-
-    Result<bool, std::string> start();
-    uint16_t port() const { return port_; }
-    void send(ConnectionId id, const proto::ServerMessage& message);
-    void close(ConnectionId id, bool flush);
-    void stop();
-    ClientListenerStats stats() const {
-        ClientListenerStats s = stats_;
-        s.connections = conns_.size();
-        return s;
-    }
-
-private:
-    void accept();
-    void on_accept(tcp::socket socket);
-    void refuse(tcp::socket socket);
-    void read(const ConnPtr& c);
-    void on_readable(const ConnPtr& c);
-    void on_bytes(const ConnPtr& c, std::string_view bytes);
-    void arm_idle_timer(const ConnPtr& c);
-    void protocol_error(const ConnPtr& c, uint64_t request_id, std::string message);
-    void enqueue(const ConnPtr& c, const proto::ServerMessage& message);
-    void post_flush(const ConnPtr& c);
-    void flush(const ConnPtr& c);
-    void begin_close(const ConnPtr& c);
-    // By value: `c` may be the map entry that close_now erases.
-    void close_now(ConnPtr c);
-
-    asio::io_context& io_;
-    ClientListenerOptions options_;
-    ClientHandler& handler_;
-    tcp::acceptor acceptor_;
-    asio::steady_timer retry_;
-    uint16_t port_ = 0;
-    std::map<ConnectionId, ConnPtr> conns_;
-    ConnectionId next_id_ = 1;
-    bool started_ = false;
-    bool stopped_ = false;
-    ClientListenerStats stats_;
-    LogLimiter log_{kLogInterval};
-    std::array<char, kReadChunkBytes> read_buffer_;
-};
-
-Result<bool, std::string> Core::start() {
-    RL_ASSERT(!started_);
-    RL_ASSERT(!stopped_);
-    started_ = true;
-    const std::string error = open_acceptor(acceptor_, options_.listen_host, options_.listen_port);
-    if (!error.empty()) {
-        return error;
-    }
-    port_ = acceptor_.local_endpoint().port();
-    accept();
-    return true;
-}
-
-void Core::stop() {
-    if (stopped_) {
-        return;
-    }
-    stopped_ = true;
-    error_code ignored;
-    acceptor_.close(ignored);
-    retry_.cancel();
-    for (auto& [id, c] : conns_) {
-        c->closed = true;
-        c->socket.close(ignored);
-        c->idle_timer.cancel();
-    }
-    conns_.clear();
-}
-
-void Core::accept() {
-    accept_forever(
-        shared_from_this(), acceptor_, retry_, stopped_,
-        [this](tcp::socket socket) { on_accept(std::move(socket)); },
-        [this](const error_code& ec) {
-            log_.log("client-accept", "client port: accept failed: " + ec.message());
-        });
-}
-
-void Core::on_accept(tcp::socket socket) {
-    if (conns_.size() >= options_.connections_max) {
-        refuse(std::move(socket));
-        return;
-    }
-    error_code ec;
-    socket.set_option(tcp::no_delay(true), ec);
-    if (!ec) {
-        socket.non_blocking(true, ec);  // reads are done by hand after wait_read
-    }
-    if (ec) {
-        return;  // the client is already gone; the socket closes with its destructor
-    }
-    const std::string remote = remote_text(socket);
-    auto c = std::make_shared<Conn>(std::move(socket), next_id_++, options_.frame_bytes_max);
-    conns_.emplace(c->id, c);
-    ++stats_.accepted;
-    handler_.on_client_open(c->id, remote);
-    if (!c->closed && !stopped_) {
-        read(c);
-    }
-}
-
-// Over connections_max: one error frame (the kernel buffers it at once), then close.
-void Core::refuse(tcp::socket socket) {
-    ++stats_.refused;
-    log_.log("client-refuse",
-             fmt::format("client port: refusing connections above {}", options_.connections_max));
-    auto bytes = std::make_shared<std::string>();
-    encode_message_frame(
-        error_response(0, proto::UNAVAILABLE,
-                       fmt::format("this server has {} client connections, its limit; try "
-                                   "another node or later",
-                                   conns_.size())),
-        *bytes);
-    auto s = std::make_shared<tcp::socket>(std::move(socket));
-    asio::async_write(*s, asio::buffer(*bytes), [s, bytes](error_code, size_t) {
-        error_code ignored;
-        s->shutdown(tcp::socket::shutdown_both, ignored);
-        s->close(ignored);
-    });
-}
-
-void Core::read(const ConnPtr& c) {
-    c->socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), c](error_code ec) {
-        if (self->stopped_ || c->closed) {
-            return;
-        }
-        if (ec) {
-            self->close_now(c);
-            return;
-        }
-        self->on_readable(c);
-    });
-}
-
-void Core::on_readable(const ConnPtr& c) {
-    error_code ec;
-    const size_t n = c->socket.read_some(asio::buffer(read_buffer_), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
-        read(c);  // a spurious wakeup
-        return;
-    }
-    if (ec) {
-        close_now(c);  // EOF or reset: the client is gone
-        return;
-    }
-    if (c->closing) {
-        read(c);  // discarded, but reading notices the client closing its end
-        return;
-    }
-    on_bytes(c, std::string_view(read_buffer_.data(), n));
-    if (!c->closed && !stopped_) {
-        read(c);
-    }
-}
-
-// Hands every whole request to the handler. Bounded by the bytes of one read.
-void Core::on_bytes(const ConnPtr& c, std::string_view bytes) {
-    c->decoder.feed(bytes);
-    for (;;) {
-        std::string_view payload;
-        const FrameDecoder::State state = c->decoder.next(payload);
-        if (state == FrameDecoder::State::kNeedMore) {
-            break;
-        }
-        if (state == FrameDecoder::State::kTooLarge) {
-            protocol_error(c, 0,
-                           fmt::format("a frame of {} bytes is above this server's limit of {} "
-                                       "bytes",
-                                       c->decoder.rejected_length(), c->decoder.frame_bytes_max()));
-            return;
-        }
-        Result<proto::Request, std::string> request = decode_request(payload);
-        if (!request.ok()) {
-            protocol_error(c, peek_request_id(payload), request.error());
-            return;
-        }
-        handler_.on_client_request(c->id, std::move(request).value());
-        // The handler may have closed this connection or stopped the listener.
-        if (c->closed || c->closing || stopped_) {
-            return;
-        }
-    }
-    arm_idle_timer(c);
-}
-
-// A partial frame must make progress: each read with bytes left over restarts the deadline.
-void Core::arm_idle_timer(const ConnPtr& c) {
-    const uint64_t generation = ++c->idle_generation;
-    if (c->decoder.buffered_bytes() == 0) {
-        c->idle_timer.cancel();
-        return;
-    }
-    c->idle_timer.expires_after(milliseconds(options_.idle_partial_frame_ms));
-    c->idle_timer.async_wait([self = shared_from_this(), c, generation](error_code ec) {
-        if (ec || self->stopped_ || c->closed || c->idle_generation != generation) {
-            return;
-        }
-        ++self->stats_.idle_timeouts;
-        // A stuck sender may not read either: no error reply, just close.
-        self->close_now(c);
-    });
-}
-
-void Core::protocol_error(const ConnPtr& c, uint64_t request_id, std::string message) {
-    ++stats_.protocol_errors;
-    enqueue(c, error_response(request_id, proto::BAD_REQUEST, std::move(message)));
-    if (!c->closed) {
-        begin_close(c);
-    }
-}
-
-void Core::send(ConnectionId id, const proto::ServerMessage& message) {
-    const auto it = conns_.find(id);
-    if (stopped_ || it == conns_.end() || it->second->closing) {
-        return;
-    }
-    enqueue(it->second, message);
-}
-
-void Core::close(ConnectionId id, bool flush) {
-    const auto it = conns_.find(id);
-    if (stopped_ || it == conns_.end()) {
-        return;
-    }
-    const ConnPtr c = it->second;
-    if (flush) {
-        begin_close(c);
-    } else {
-        close_now(c);
-    }
-}
-
-void Core::enqueue(const ConnPtr& c, const proto::ServerMessage& message) {
     std::string bytes;
-    encode_message_frame(message, bytes);
-    if (c->out_bytes + bytes.size() > options_.send_queue_bytes_max) {
-        // The client does not read what it asked for; holding more would let it exhaust memory.
-        ++stats_.slow_consumers;
-        close_now(c);
-        return;
-    }
-    c->out_bytes += bytes.size();
-    c->out.push_back(std::move(bytes));
-    post_flush(c);
+    encode_message_frame(m, bytes);
+    return bytes;
 }
 
-// Messages queued in one turn of the loop go out in one gathered write.
-void Core::post_flush(const ConnPtr& c) {
-    if (c->flush_posted || c->writing) {
-        return;
-    }
-    c->flush_posted = true;
-    asio::post(io_, [self = shared_from_this(), c] {
-        c->flush_posted = false;
-        if (!self->stopped_ && !c->closed) {
-            self->flush(c);
-        }
-    });
-}
-
-void Core::flush(const ConnPtr& c) {
-    if (c->writing) {
-        return;
-    }
-    if (c->out.empty()) {
-        if (c->closing) {
-            // Half-close and keep reading until the client closes too (or the deadline): closing
-            // with its bytes unread would send a reset, which can destroy our last reply (the
-            // BAD_REQUEST saying why) before the client reads it.
-            error_code ignored;
-            c->socket.shutdown(tcp::socket::shutdown_send, ignored);
-        }
-        return;
-    }
-    auto batch = std::make_shared<WriteBatch>();
-    while (!c->out.empty() && batch->frames.size() < kWriteBatchFramesMax &&
-           (batch->bytes == 0 || batch->bytes + c->out.front().size() <= kWriteBatchBytesMax)) {
-        batch->bytes += c->out.front().size();
-        batch->frames.push_back(std::move(c->out.front()));
-        c->out.pop_front();
-    }
-    batch->buffers.reserve(batch->frames.size());
-    for (const std::string& f : batch->frames) {
-        batch->buffers.push_back(asio::buffer(f));
-    }
-    c->writing = true;
-    asio::async_write(c->socket, batch->buffers,
-                      [self = shared_from_this(), c, batch](error_code ec, size_t) {
-                          if (self->stopped_ || c->closed) {
-                              return;
-                          }
-                          c->writing = false;
-                          c->out_bytes -= batch->bytes;
-                          if (ec) {
-                              self->close_now(c);
-                              return;
-                          }
-                          self->flush(c);
-                      });
-}
-
-// Flushes, half-closes, and waits for the client's end; all of it within idle_partial_frame_ms, so
-// a client that neither reads nor closes does not keep its slot.
-void Core::begin_close(const ConnPtr& c) {
-    if (c->closing) {
-        return;
-    }
-    c->closing = true;
-    const uint64_t generation = ++c->idle_generation;
-    c->idle_timer.expires_after(milliseconds(options_.idle_partial_frame_ms));
-    c->idle_timer.async_wait([self = shared_from_this(), c, generation](error_code ec) {
-        if (!ec && !self->stopped_ && !c->closed && c->idle_generation == generation) {
-            self->close_now(c);
-        }
-    });
-    if (!c->writing && !c->flush_posted) {
-        flush(c);
-    }
-}
-
-void Core::close_now(ConnPtr c) {
-    if (c->closed) {
-        return;
-    }
-    c->closed = true;
-    error_code ignored;
-    c->socket.shutdown(tcp::socket::shutdown_both, ignored);
-    c->socket.close(ignored);
-    c->idle_timer.cancel();
-    conns_.erase(c->id);
-    // Not from here: close_now can run inside the handler's own send() or close().
-    asio::post(io_, [self = shared_from_this(), id = c->id] {
-        if (!self->stopped_) {
-            self->handler_.on_client_close(id);
-        }
-    });
+StreamListenerOptions stream_options(const ClientListenerOptions& o) {
+    StreamListenerOptions s;
+    s.name = "client port";
+    s.listen_host = o.listen_host;
+    s.listen_port = o.listen_port;
+    s.send_queue_bytes_max = o.send_queue_bytes_max;
+    s.connections_max = o.connections_max;
+    s.idle_partial_ms = o.idle_partial_frame_ms;
+    return s;
 }
 
 }  // namespace
 
-class ClientListener::Impl {
+// Length-prefixed proto::Request frames in, proto::ServerMessage frames out.
+class ClientListener::Impl final : public StreamProtocol {
 public:
-    Impl(asio::io_context& io, ClientListenerOptions options, ClientHandler& handler)
-        : core(std::make_shared<Core>(io, std::move(options), handler)) {}
-    ~Impl() { core->stop(); }
+    Impl(boost::asio::io_context& io, ClientListenerOptions options, ClientHandler& handler)
+        : frame_bytes_max_(options.frame_bytes_max),
+          handler_(handler),
+          stream_(io, stream_options(options), *this) {
+        RL_ASSERT(frame_bytes_max_ > 0);
+    }
 
-    std::shared_ptr<Core> core;
+    void on_open(ConnectionId id, const std::string& remote) override {
+        decoders_.emplace(id, FrameDecoder(frame_bytes_max_));
+        handler_.on_client_open(id, remote);
+    }
+
+    // Hands every whole request to the handler. Bounded by the bytes of one read.
+    void on_bytes(ConnectionId id, std::string_view bytes) override {
+        auto it = decoders_.find(id);
+        RL_ASSERT(it != decoders_.end());
+        FrameDecoder& decoder = it->second;
+        decoder.feed(bytes);
+        for (;;) {
+            std::string_view payload;
+            const FrameDecoder::State state = decoder.next(payload);
+            if (state == FrameDecoder::State::kNeedMore) {
+                return;
+            }
+            if (state == FrameDecoder::State::kTooLarge) {
+                protocol_error(id, 0,
+                               fmt::format("a frame of {} bytes is above this server's limit of {} "
+                                           "bytes",
+                                           decoder.rejected_length(), decoder.frame_bytes_max()));
+                return;
+            }
+            Result<proto::Request, std::string> request = decode_request(payload);
+            if (!request.ok()) {
+                protocol_error(id, peek_request_id(payload), request.error());
+                return;
+            }
+            handler_.on_client_request(id, std::move(request).value());
+            // The handler may have closed this connection (erasing its decoder) or stopped us.
+            if (closing_.contains(id) || !decoders_.contains(id)) {
+                return;
+            }
+        }
+    }
+
+    void on_close(ConnectionId id) override {
+        decoders_.erase(id);
+        closing_.erase(id);
+        handler_.on_client_close(id);
+    }
+
+    size_t partial_bytes(ConnectionId id) const override {
+        auto it = decoders_.find(id);
+        return it == decoders_.end() ? 0 : it->second.buffered_bytes();
+    }
+
+    std::string refusal(size_t connections) const override {
+        return error_frame(0, proto::UNAVAILABLE,
+                           fmt::format("this server has {} client connections, its limit; try "
+                                       "another node or later",
+                                       connections));
+    }
+
+    void protocol_error(ConnectionId id, uint64_t request_id, std::string message) {
+        stream_.count_protocol_error();
+        stream_.send(id, error_frame(request_id, proto::BAD_REQUEST, std::move(message)));
+        close(id, true);
+    }
+
+    void close(ConnectionId id, bool flush) {
+        if (decoders_.contains(id)) {
+            closing_.insert(id);
+        }
+        stream_.close(id, flush);
+    }
+
+    size_t frame_bytes_max_;
+    ClientHandler& handler_;
+    std::map<ConnectionId, FrameDecoder> decoders_;
+    std::set<ConnectionId> closing_;  // input after a close is not handed on
+    StreamListener stream_;
 };
 
-ClientListener::ClientListener(asio::io_context& io,
+ClientListener::ClientListener(boost::asio::io_context& io,
                                ClientListenerOptions options,
                                ClientHandler& handler)
     : impl_(std::make_unique<Impl>(io, std::move(options), handler)) {}
@@ -454,27 +143,29 @@ ClientListener::ClientListener(asio::io_context& io,
 ClientListener::~ClientListener() = default;
 
 Result<bool, std::string> ClientListener::start() {
-    return impl_->core->start();
+    return impl_->stream_.start();
 }
 
 uint16_t ClientListener::port() const {
-    return impl_->core->port();
+    return impl_->stream_.port();
 }
 
 void ClientListener::send(ConnectionId id, const proto::ServerMessage& message) {
-    impl_->core->send(id, message);
+    std::string bytes;
+    encode_message_frame(message, bytes);
+    impl_->stream_.send(id, std::move(bytes));
 }
 
 void ClientListener::close(ConnectionId id, bool flush) {
-    impl_->core->close(id, flush);
+    impl_->close(id, flush);
 }
 
 void ClientListener::stop() {
-    impl_->core->stop();
+    impl_->stream_.stop();
 }
 
 ClientListenerStats ClientListener::stats() const {
-    return impl_->core->stats();
+    return impl_->stream_.stats();
 }
 
 }  // namespace raftlock::net

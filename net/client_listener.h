@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "net/stream_listener.h"
 #include "raft/result.h"
 
 namespace boost::asio {
@@ -35,8 +36,6 @@ class ServerMessage;
 }  // namespace raftlock::proto
 
 namespace raftlock::net {
-
-using ConnectionId = uint64_t;  // unique for the process's lifetime, never 0
 
 struct ClientListenerOptions {
     std::string listen_host = "127.0.0.1";
@@ -57,14 +56,7 @@ public:
     virtual void on_client_close(ConnectionId id) = 0;
 };
 
-struct ClientListenerStats {
-    size_t connections = 0;
-    uint64_t accepted = 0;
-    uint64_t protocol_errors = 0;  // connections closed for garbage or oversized frames
-    uint64_t slow_consumers = 0;   // connections closed for an overfull send queue
-    uint64_t idle_timeouts = 0;    // connections closed with a partial frame and no progress
-    uint64_t refused = 0;          // connections refused at accept (connections_max)
-};
+using ClientListenerStats = StreamListenerStats;
 
 class ClientListener {
 public:

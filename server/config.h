@@ -57,7 +57,10 @@ struct ServerConfig {
     // member address. Client and admin ports:
     Endpoint client_listen;  // --client-listen HOST:PORT (required)
     Endpoint admin_listen;   // --admin-listen HOST:PORT (required)
-    std::string data_dir;    // --data-dir (required); created when missing
+    Endpoint redis_listen;   // --redis-listen HOST:PORT: the RESP port (docs/redis-mode.md); off
+                             // when not given
+    std::string redis_password;  // --redis-password: AUTH required when not empty
+    std::string data_dir;        // --data-dir (required); created when missing
 
     // --- timing
     // -------------------------------------------------------------------------------------

@@ -75,6 +75,7 @@ Replica::Replica(const ServerConfig& config,
     // Nonces tell this node's OpenSession entries apart from every other node's: the id in the
     // top byte, a random start below (a restarted node must not reuse its predecessor's).
     next_nonce_ = (config.node_id << 56) | (random_u64() >> 8);
+    redis_origin_ = random_u64() | 1;
     worker_ = std::make_unique<StorageWorker>(post_);
     spdlog::info("node {} of cluster {} started: term {}, log {}..{}, snapshot at {}",
                  config.node_id, config.cluster_id, init.hard_state.term, storage_->first_index(),
@@ -345,6 +346,9 @@ void Replica::expire_requests() {
         }
         for (const auto& [client, session] : batch.keepalives) {
             respond_error(client, proto::TIMEOUT);
+        }
+        for (const auto& [client, argv] : batch.redis_reads) {
+            respond_error(client, proto::TIMEOUT, "no leader confirmed the read in time; retry");
         }
     }
     for (auto it = keepalive_forwards_.begin(); it != keepalive_forwards_.end();) {

@@ -43,6 +43,7 @@
 #include "server/clock.h"
 #include "server/config.h"
 #include "server/metrics.h"
+#include "server/redis_frontend.h"
 #include "server/session_tracker.h"
 #include "server/storage_worker.h"
 #include "statemachine/state_machine.h"
@@ -67,7 +68,7 @@ public:
     virtual void close(net::ConnectionId id) = 0;
 };
 
-class Replica final : public net::ClientHandler {
+class Replica final : public net::ClientHandler, public RedisBackend {
 public:
     using Post = std::function<void(std::function<void()>)>;
 
@@ -92,6 +93,14 @@ public:
     void on_client_open(net::ConnectionId id, const std::string& remote) override;
     void on_client_request(net::ConnectionId id, proto::Request&& request) override;
     void on_client_close(net::ConnectionId id) override;
+
+    // RedisBackend: Redis commands from the RESP port (replica_redis.cc). Replies go to the
+    // front end given here (none: the Redis port is off).
+    void set_redis_frontend(RedisFrontend* frontend) { redis_frontend_ = frontend; }
+    void redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&& argv) override;
+    void redis_closed(net::ConnectionId id) override;
+    std::string redis_replication_info() const override;
+    size_t redis_key_count() const override;
 
     // Answers every pending request with SHUTTING_DOWN and stops taking new ones; the storage
     // thread finishes its queue when the replica is destroyed.
@@ -148,8 +157,11 @@ private:
         std::vector<std::pair<ClientRef, proto::Request>> reads;
         std::vector<std::pair<ClientRef, uint64_t>> keepalives;  // local clients (leader)
         std::vector<ForwardedKeepAlive> forwarded;
+        std::vector<std::pair<ClientRef, redis::Argv>> redis_reads;
         int64_t deadline_ms = 0;
-        bool empty() const { return reads.empty() && keepalives.empty() && forwarded.empty(); }
+        bool empty() const {
+            return reads.empty() && keepalives.empty() && forwarded.empty() && redis_reads.empty();
+        }
     };
     // A membership change proposed by this leader, answered when its entry applies.
     struct PendingMemberChange {
@@ -201,6 +213,11 @@ private:
     void respond_error(const ClientRef& client, proto::Code code, std::string message = {});
     void note_session(net::ConnectionId conn, uint64_t session);
 
+    // replica_redis.cc: the Redis port's side of the request paths.
+    static bool is_redis(net::ConnectionId id) { return (id & net::kRespConnectionBit) != 0; }
+    void redis_reply(const ClientRef& client, const redis::Value& value);
+    void redis_error(const ClientRef& client, proto::Code code, const std::string& message);
+
     // replica_members.cc: membership changes and the peer list.
     void change_member(net::ConnectionId conn, const proto::Request& request);
     void on_conf_applied(const raft::Entry& entry, const raft::ConfState& conf);
@@ -243,6 +260,8 @@ private:
     int64_t last_stamp_ms_ = 0;
     int64_t last_noop_ms_ = 0;
     uint64_t next_nonce_ = 0;
+    uint64_t redis_origin_ = 0;  // this process's id for the keyspace's at-most-once (never 0)
+    RedisFrontend* redis_frontend_ = nullptr;
     uint64_t next_tag_ = 0;
     bool removed_ = false;
     std::optional<PendingMemberChange> member_change_;

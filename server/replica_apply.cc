@@ -119,6 +119,10 @@ void Replica::answer_write(const sm::Command& command, const sm::ApplyResult& re
     metrics_.commit_latency.record_us(
         static_cast<uint64_t>(clock_.steady_us() - pending.submitted_us));
     const ClientRef client{pending.conn, pending.request_id};
+    if (std::holds_alternative<sm::RedisCommand>(command.op)) {
+        redis_reply(client, result.response.redis);
+        return;
+    }
     if (result.response.session != sm::kNoSession) {
         note_session(pending.conn, result.response.session);
     }

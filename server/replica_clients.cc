@@ -230,6 +230,9 @@ void Replica::serve_batch(ReadBatch& batch) {
     for (const auto& [client, session] : batch.keepalives) {
         respond_error(client, sm_.session(session) ? proto::OK : proto::SESSION_EXPIRED);
     }
+    for (const auto& [client, argv] : batch.redis_reads) {
+        redis_reply(client, sm_.redis_query(argv));
+    }
     for (const ForwardedKeepAlive& f : batch.forwarded) {
         proto::PeerFrame frame;
         proto::ForwardReply* reply = frame.mutable_forward_reply();
@@ -259,6 +262,12 @@ void Replica::note_session(net::ConnectionId conn, uint64_t session) {
 }
 
 void Replica::respond(const ClientRef& client, proto::Response& response) {
+    if (is_redis(client.conn)) {
+        // Only errors reach here for a Redis connection (timeouts, shutdown, no leader).
+        RL_ASSERT(response.code() != proto::OK);
+        redis_error(client, response.code(), response.message());
+        return;
+    }
     auto c = connections_.find(client.conn);
     if (c == connections_.end()) {
         return;

@@ -84,10 +84,22 @@ bool valid_acquire_many(const AcquireMany& op) {
     return true;
 }
 
-// Which ops belong to a session (need client_id and seq) and which come from the leader.
+bool valid_redis(const RedisCommand& op) {
+    if (op.origin == 0 || op.argv.empty() || op.argv.size() > kRedisArgsMax) {
+        return false;
+    }
+    size_t bytes = 0;
+    for (const std::string& arg : op.argv) {
+        bytes += arg.size();
+    }
+    return bytes <= kRedisCommandBytesMax;
+}
+
+// Which ops belong to a session (need client_id and seq) and which come from the leader (or, for
+// Redis commands, from a server's at-most-once sequence).
 bool needs_session(const Op& op) {
     return !std::holds_alternative<OpenSession>(op) && !std::holds_alternative<ExpireSession>(op) &&
-           !std::holds_alternative<Noop>(op);
+           !std::holds_alternative<Noop>(op) && !std::holds_alternative<RedisCommand>(op);
 }
 
 bool valid_op(const Op& op) {
@@ -121,6 +133,8 @@ bool valid_op(const Op& op) {
                 return valid_lock_name(o.name) && o.owner_tag.size() <= kOwnerTagBytesMax;
             } else if constexpr (std::is_same_v<T, AcquireMany>) {
                 return valid_acquire_many(o);
+            } else if constexpr (std::is_same_v<T, RedisCommand>) {
+                return valid_redis(o);
             } else {
                 return true;  // KeepAlive, CloseSession, Noop carry no fields
             }
@@ -171,6 +185,10 @@ ErrorCode validate_command(const Command& c) {
         }
     } else if (c.client_id != kNoSession || c.ack_seq != 0 || c.fence) {
         return ErrorCode::kBadArguments;
+    } else if (std::holds_alternative<RedisCommand>(c.op)) {
+        if (c.seq == 0) {
+            return ErrorCode::kBadArguments;  // the keyspace's at-most-once needs it
+        }
     } else if (c.seq != 0 && !std::holds_alternative<OpenSession>(c.op)) {
         // An OpenSession's seq is the opening server's nonce, echoed in ApplyResult::seq so the
         // server can match the entry to its client; it is never deduplicated.
@@ -245,6 +263,13 @@ void write_op_fields(Writer& w, const AcquireMany& o) {
     }
     w.bytes(o.owner_tag);
     w.svarint(o.lock_delay_ms);
+}
+void write_op_fields(Writer& w, const RedisCommand& o) {
+    w.varint(o.origin);
+    w.varint(o.argv.size());
+    for (const std::string& arg : o.argv) {
+        w.bytes(arg);
+    }
 }
 
 int32_t read_version(Reader& r) {
@@ -350,10 +375,21 @@ AcquireMany read_acquire_many(Reader& r) {
     return o;
 }
 
+RedisCommand read_redis(Reader& r) {
+    RedisCommand o;
+    o.origin = r.varint();
+    const uint64_t n = r.varint_in(1, kRedisArgsMax);
+    // Each argument takes at least its length byte: a hostile count runs the reader dry first.
+    for (uint64_t i = 0; i < n && r.ok(); i++) {
+        o.argv.push_back(r.bytes(kRedisCommandBytesMax));
+    }
+    return o;
+}
+
 // Tags are the indexes of the alternatives in Op; the static_asserts keep the two in step.
 Op read_op(Reader& r, uint8_t tag) {
-    static_assert(std::variant_size_v<Op> == 13);
-    static_assert(std::is_same_v<std::variant_alternative_t<12, Op>, AcquireMany>);
+    static_assert(std::variant_size_v<Op> == 14);
+    static_assert(std::is_same_v<std::variant_alternative_t<13, Op>, RedisCommand>);
     switch (tag) {
         case 0:
             return OpenSession{r.svarint_in(1, kOpenTimeoutMsMax)};
@@ -381,6 +417,8 @@ Op read_op(Reader& r, uint8_t tag) {
             return read_cancel(r);
         case 12:
             return read_acquire_many(r);
+        case 13:
+            return read_redis(r);
         default:
             r.fail();
             return Noop{};

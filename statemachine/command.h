@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "statemachine/redis/value.h"
 #include "statemachine/types.h"
 
 namespace raftlock::statemachine {
@@ -116,6 +117,17 @@ struct AcquireMany {
     friend bool operator==(const AcquireMany&, const AcquireMany&) = default;
 };
 
+// --- Redis mode (statemachine/redis/) ------------------------------------------------------------
+
+// One Redis command, replicated as sent (EVAL scripts too: every replica runs them). Sent with
+// client_id = kNoSession and seq = the submitting server's sequence number for `origin`, which
+// the keyspace uses for at-most-once (redis/keyspace.h).
+struct RedisCommand {
+    uint64_t origin = 0;  // the submitting server process's random id, never 0
+    redis::Argv argv;     // 1..kRedisArgsMax items, kRedisCommandBytesMax bytes in all
+    friend bool operator==(const RedisCommand&, const RedisCommand&) = default;
+};
+
 using Op = std::variant<OpenSession,
                         KeepAlive,
                         CloseSession,
@@ -128,7 +140,8 @@ using Op = std::variant<OpenSession,
                         Acquire,
                         Release,
                         Cancel,
-                        AcquireMany>;
+                        AcquireMany,
+                        RedisCommand>;
 
 // A fenced write (the protected-resource side of fencing): the request is rejected with
 // kFenceRejected unless `token` is the token of a current holder of `lock`.

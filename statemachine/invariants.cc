@@ -16,6 +16,12 @@ std::string StateMachine::check_invariants() const {
     if (std::string tree = check_tree_invariants(); !tree.empty()) {
         return tree;
     }
+    if (std::string redis = keyspace_.check_invariants(); !redis.empty()) {
+        return redis;
+    }
+    if (std::optional<TimeMs> next = keyspace_.next_expiry_ms(); next && *next <= now_ms_) {
+        return "a redis key outlived its deadline";
+    }
     return check_lock_invariants();
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "statemachine/redis/value.h"
 #include "statemachine/types.h"
 
 namespace raftlock::statemachine {
@@ -41,6 +42,9 @@ struct Response {
     Index token = 0;                 // kGranted: the fencing token of the hold
     uint32_t hold_count = 0;         // Acquire/Release: the hold's reentrancy count afterwards
     std::vector<SubResult> results;  // Multi: one per sub-op
+    // RedisCommand: the reply. Redis commands carry no session, so it is never saved
+    // (write_response leaves it out).
+    redis::Value redis;
     friend bool operator==(const Response&, const Response&) = default;
 };
 

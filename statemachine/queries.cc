@@ -106,10 +106,15 @@ uint64_t StateMachine::state_hash() const {
 namespace raftlock::statemachine {
 
 std::optional<TimeMs> StateMachine::next_timer_ms() const {
-    if (timers_.empty()) {
-        return std::nullopt;
+    std::optional<TimeMs> next = keyspace_.next_expiry_ms();
+    if (!timers_.empty() && (!next || timers_.begin()->at_ms < *next)) {
+        next = timers_.begin()->at_ms;
     }
-    return timers_.begin()->at_ms;
+    return next;
+}
+
+redis::Value StateMachine::redis_query(const redis::Argv& argv) const {
+    return keyspace_.query(argv, now_ms_);
 }
 
 StateMachine::LockTotals StateMachine::lock_totals() const {

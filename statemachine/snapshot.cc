@@ -1,14 +1,15 @@
-// Snapshot format, version 1. Integers are LEB128 varints (signed: zig-zag), strings are a varint
+// Snapshot format, version 2. Integers are LEB128 varints (signed: zig-zag), strings are a varint
 // length then bytes, every list is a varint count then its items, in the state's own (sorted)
 // order:
 //
-//   fixed32 magic "RLSM" | u8 version=1 | last_applied | now_ms | last_token
+//   fixed32 magic "RLSM" | u8 version=2 | last_applied | now_ms | last_token
 //   sessions: id, timeout_ms, last_keepalive_ms, discarded_through_seq, saved: (seq, response)*
 //   nodes (path order, so parents come first): path, data, u8 kind, ttl_ms, stat
 //   locks: name, u8 semaphore, permits, u8 mode, lock_delay_ms, free_at_ms,
 //          holders: (session, owner_tag, token, since_ms, count)*,
 //          waiters: (session, owner_tag, u8 mode, enqueued_ms, deadline_ms)*
 //   timers: at_ms, u8 kind, key, id, tag
+//   the Redis keyspace (version 2; redis/keyspace.cc has its layout)
 //   fixed32 CRC-32C of every byte before it
 //
 // Derived indexes (children sets, each session's ephemerals and locks) are rebuilt on restore, and
@@ -27,7 +28,7 @@ namespace raftlock::statemachine {
 namespace {
 
 constexpr uint32_t kSnapshotMagic = 0x4D534C52;  // "RLSM", little-endian
-constexpr uint8_t kSnapshotVersion = 1;
+constexpr uint8_t kSnapshotVersion = 2;          // 2 added the Redis keyspace; 1 still restores
 constexpr size_t kSnapshotTrailerBytes = 4;
 
 }  // namespace
@@ -93,6 +94,7 @@ std::string StateMachine::snapshot() const {
         w.varint(t.id);
         w.bytes(t.tag);
     }
+    keyspace_.write(w);
     w.fixed32(crc32c(out));
     return out;
 }
@@ -122,7 +124,11 @@ ErrorCode StateMachine::restore(std::string_view bytes) {
         return ErrorCode::kMalformedCommand;
     }
     Reader r(body);
-    if (r.fixed32() != kSnapshotMagic || r.u8() != kSnapshotVersion) {
+    if (r.fixed32() != kSnapshotMagic) {
+        return ErrorCode::kMalformedCommand;
+    }
+    const uint8_t version = r.u8();
+    if (version != 1 && version != kSnapshotVersion) {
         return ErrorCode::kMalformedCommand;
     }
     StateMachine fresh(config_);
@@ -131,7 +137,8 @@ ErrorCode StateMachine::restore(std::string_view bytes) {
     fresh.now_ms_ = r.svarint();
     fresh.last_token_ = r.varint();
     if (!fresh.restore_sessions(r) || !fresh.restore_nodes(r) || !fresh.restore_locks(r) ||
-        !fresh.restore_timers(r) || !r.ok() || !r.at_end()) {
+        !fresh.restore_timers(r) || (version >= 2 && !fresh.keyspace_.read(r)) || !r.ok() ||
+        !r.at_end()) {
         return ErrorCode::kMalformedCommand;
     }
     // A snapshot that decodes but breaks an invariant would crash us later: refuse it now.

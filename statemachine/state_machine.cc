@@ -62,6 +62,7 @@ void StateMachine::advance_time(TimeMs time_ms, Index zxid, ApplyResult& out) {
     if (time_ms > now_ms_) {
         now_ms_ = time_ms;
     }
+    keyspace_.expire_until(now_ms_);
     for (size_t fired = 0; fired < kTimersPerApplyMax; fired++) {
         if (timers_.empty() || timers_.begin()->at_ms > now_ms_) {
             return;
@@ -167,9 +168,19 @@ Response StateMachine::dispatch(SessionId session,
                 return release(session, op, zxid, out);
             } else if constexpr (std::is_same_v<T, Cancel>) {
                 return cancel(session, op, zxid, out);
-            } else {
-                static_assert(std::is_same_v<T, AcquireMany>);
+            } else if constexpr (std::is_same_v<T, AcquireMany>) {
                 return acquire_many(session, op, zxid);
+            } else {
+                static_assert(std::is_same_v<T, RedisCommand>);
+                if (!keyspace_.admit(op.origin, command.seq, zxid)) {
+                    // A resubmitted copy of a write that applied already, or one a later write
+                    // from the same server overtook: either way it must not apply now.
+                    response.redis = redis::Value::error(
+                        "TRYAGAIN raftlock: this write was overtaken by a later one from the same "
+                        "server and was not applied; retry it");
+                } else {
+                    response.redis = keyspace_.apply(op.argv, now_ms_);
+                }
             }
             return response;
         },

@@ -28,6 +28,7 @@
 #include "raft/result.h"
 #include "statemachine/command.h"
 #include "statemachine/output.h"
+#include "statemachine/redis/keyspace.h"
 #include "statemachine/types.h"
 
 namespace raftlock::statemachine {
@@ -111,6 +112,9 @@ public:
     // Names of locks starting with `prefix`, in order, at most `limit_max` of them.
     std::vector<std::string> list_locks(std::string_view prefix, size_t limit_max) const;
     std::optional<SessionInfo> session(SessionId id) const;
+    // A read-only Redis command (redis::Route::kRead) at the current cluster time.
+    redis::Value redis_query(const redis::Argv& argv) const;
+    size_t redis_key_count() const { return keyspace_.key_count(); }
     // Every live session: a new leader starts tracking each with a fresh full timeout.
     std::vector<SessionInfo> sessions() const;
 
@@ -270,6 +274,7 @@ private:
     std::map<SessionId, Session> sessions_;
     std::map<std::string, Lock, std::less<>> locks_;
     std::set<Timer> timers_;
+    redis::Keyspace keyspace_;
 };
 
 }  // namespace raftlock::statemachine

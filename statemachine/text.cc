@@ -157,8 +157,12 @@ std::string op_text(const Op& op) {
                                    o.token);
             } else if constexpr (std::is_same_v<T, Cancel>) {
                 return fmt::format("cancel \"{}\" tag=\"{}\"", o.name, o.owner_tag);
-            } else {
+            } else if constexpr (std::is_same_v<T, AcquireMany>) {
                 return fmt::format("acquire_many locks={} tag=\"{}\"", o.locks.size(), o.owner_tag);
+            } else {
+                static_assert(std::is_same_v<T, RedisCommand>);
+                return fmt::format("redis origin={:x} {} args={}", o.origin,
+                                   o.argv.empty() ? "" : o.argv[0], o.argv.size() - 1);
             }
         },
         op);

@@ -103,6 +103,9 @@ inline constexpr size_t kPathDepthMax = 256;
 inline constexpr uint32_t kSemaphorePermitsMax = 1 << 20;
 inline constexpr size_t kWaitersPerLockMax = 10000;
 inline constexpr size_t kSavedResultsPerSessionMax = 64;
+// Redis mode: a command's arguments (a 4 MiB value plus the rest of the command).
+inline constexpr size_t kRedisArgsMax = 1 << 20;
+inline constexpr size_t kRedisCommandBytesMax = (4u << 20) + (64u << 10);
 inline constexpr size_t kEphemeralsPerSessionMax = 100000;
 inline constexpr size_t kLocksPerSessionMax = 10000;
 inline constexpr TimeMs kWaitMsMax = 24LL * 3600 * 1000;

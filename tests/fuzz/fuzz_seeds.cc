@@ -1,7 +1,8 @@
 // Writes a few valid inputs for each fuzz target, made with the real encoders, so the fuzzers
 // start from the interesting part of the input space instead of rediscovering the framing:
 //
-//   fuzz_seeds <dir>   writes <dir>/frame_request/*, <dir>/peer_frame/*, <dir>/command/*
+//   fuzz_seeds <dir>   writes <dir>/frame_request/*, <dir>/peer_frame/*, <dir>/command/*,
+//                      <dir>/resp/*
 
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include "net/message_frame.h"
 #include "net/raft_codec.h"
+#include "net/resp_codec.h"
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
 #include "statemachine/codec.h"
@@ -117,6 +119,54 @@ std::vector<std::string> command_seeds() {
     return seeds;
 }
 
+// Pipelines as Redis clients send them: multibulk commands (an array of bulks, from the real
+// encoder), inline commands with sdssplitargs's quoting, and a few replies for the reply parser.
+// The first byte of each seed picks the fuzz target's limits (even: Redis's defaults).
+std::vector<std::string> resp_seeds() {
+    using raftlock::statemachine::redis::Value;
+    const auto request = [](std::vector<std::string> argv) {
+        std::vector<Value> items;
+        for (std::string& arg : argv) {
+            items.push_back(Value::bulk(std::move(arg)));
+        }
+        std::string bytes;
+        net::encode_resp(Value::array(std::move(items)), 2, bytes);
+        return bytes;
+    };
+    const std::string pipeline = request({"SET", "lock:a", "token-1", "NX", "PX", "30000"}) +
+                                 request({"GET", "lock:a"}) + request({"MULTI"}) +
+                                 request({"INCR", "fence"}) + request({"EXEC"}) +
+                                 request({"SET", "bin", std::string("a\r\nb\0c", 6)});
+    const std::string eval =
+        request({"EVAL",
+                 "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) "
+                 "else return 0 end",
+                 "1", "lock:a", "token-1"}) +
+        request({"HELLO", "3"}) + "*0\r\n";
+    const std::string inline_commands =
+        "PING\r\nSET k \"hello world\" 'it\\'s'\r\nECHO \"\\x41\\n\\t\\\"\"\n  \r\nGET k\n";
+    const Value reply = Value::array(
+        {Value::ok(), Value::integer_of(-7), Value::null(), Value::bulk("v\r\n"),
+         Value::error("ERR syntax error"), Value::map({Value::bulk("proto"), Value::integer_of(3)}),
+         Value::push({Value::bulk("message"), Value::bulk("hi")}), Value::null_array()});
+    std::string replies2;
+    std::string replies3;
+    net::encode_resp(reply, 2, replies2);
+    net::encode_resp(reply, 3, replies3);
+    replies3 +=
+        "#t\r\n,3.5\r\n(12345678901234567890\r\n=8\r\ntxt:abcd\r\n~1\r\n+x\r\n"
+        "|1\r\n+a\r\n+b\r\n!3\r\nERR\r\n";
+    return {
+        std::string(1, '\x00') + pipeline,
+        std::string(1, '\x2b') + pipeline + inline_commands + eval,
+        std::string(1, '\x10') + eval,
+        std::string(1, '\x06') + inline_commands,
+        std::string(1, '\x07') + inline_commands + pipeline,
+        std::string(1, '\x00') + replies2,
+        std::string(1, '\x01') + replies3,
+    };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,5 +178,6 @@ int main(int argc, char** argv) {
     write_seeds(dir / "frame_request", request_seeds());
     write_seeds(dir / "peer_frame", peer_seeds());
     write_seeds(dir / "command", command_seeds());
+    write_seeds(dir / "resp", resp_seeds());
     return 0;
 }

@@ -390,6 +390,13 @@ TEST_CASE("every cross-field rule is checked and named", "[server][config]") {
          "--admin-listen 127.0.0.1:7001: member 1's Raft address: expected an address of its own"},
         {with("--admin-listen", "127.0.0.1:7101"),
          "--admin-listen 127.0.0.1:7101: same as --client-listen: expected an address of its own"},
+        {with("--redis-listen", "127.0.0.1:7003"),
+         "--redis-listen 127.0.0.1:7003: member 3's Raft address: expected an address of its own"},
+        {with("--redis-listen", "127.0.0.1:7101"),
+         "--redis-listen 127.0.0.1:7101: same as the client or admin port: expected an address of "
+         "its own"},
+        {with("--redis-listen", "7301"),
+         "--redis-listen 7301: expected HOST:PORT with a port in 1..65535 (e.g. 127.0.0.1:7101)"},
         {with("--election-timeout-ms", "1030"),
          "--election-timeout-ms 1030: expected a multiple of --tick-ms (50)"},
         {with("--election-timeout-ms", "200"),
@@ -517,7 +524,8 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
         {"colour = 1\n",
          "unknown key colour in {}: expected one of id, cluster_id, members, "
          "initial_cluster_state, client_listen, "
-         "admin_listen, data_dir, tick_ms, election_timeout_ms, heartbeat_interval_ms, "
+         "admin_listen, redis_listen, redis_password, data_dir, tick_ms, election_timeout_ms, "
+         "heartbeat_interval_ms, "
          "session_timeout_min_ms, session_timeout_max_ms, request_timeout_ms, "
          "snapshot_every_entries, compaction_lag_entries, max_frame_bytes, max_pending_requests, "
          "max_watches, max_connections, log_level"},

@@ -1,0 +1,64 @@
+#pragma once
+
+// The Redis port (docs/redis-mode.md): RESP commands in, RESP replies out, over StreamListener.
+//
+// The listener only frames: every complete command goes to the handler in order; replies are the
+// handler's encoded bytes. Malformed RESP gets "-ERR Protocol error: ..." and closes only that
+// connection, as Redis does. Connection ids carry kRespConnectionBit, so they never collide with
+// the client port's.
+//
+// Threads: everything on the io_context's thread, handler calls included. Asio lives in the .cc.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "net/resp_codec.h"
+#include "net/stream_listener.h"
+#include "raft/result.h"
+
+namespace raftlock::net {
+
+inline constexpr ConnectionId kRespConnectionBit = ConnectionId{1} << 62;
+
+struct RespListenerOptions {
+    std::string listen_host = "127.0.0.1";
+    uint16_t listen_port = 0;  // 0: ephemeral (tests)
+    RespLimits limits;
+    size_t send_queue_bytes_max = 64u << 20;
+    size_t connections_max = 10000;
+    uint32_t idle_partial_ms = 30000;
+};
+
+class RespHandler {
+public:
+    virtual ~RespHandler() = default;
+    virtual void on_resp_open(ConnectionId id, const std::string& remote) = 0;
+    // A complete, non-empty command (empty ones are skipped, as Redis does).
+    virtual void on_resp_command(ConnectionId id, statemachine::redis::Argv&& argv) = 0;
+    // The connection is gone; no more calls for it. Never called from inside send() or close().
+    virtual void on_resp_close(ConnectionId id) = 0;
+};
+
+class RespListener {
+public:
+    RespListener(boost::asio::io_context& io, RespListenerOptions options, RespHandler& handler);
+    ~RespListener();
+    RespListener(const RespListener&) = delete;
+    RespListener& operator=(const RespListener&) = delete;
+
+    Result<bool, std::string> start();
+    uint16_t port() const;
+    void send(ConnectionId id, std::string bytes);
+    void close(ConnectionId id, bool flush = true);
+    // Backpressure: no commands are read from the connection while paused.
+    void pause_reading(ConnectionId id, bool paused);
+    void stop();
+    StreamListenerStats stats() const;
+
+private:
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace raftlock::net

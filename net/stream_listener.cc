@@ -1,0 +1,445 @@
+#include "net/stream_listener.h"
+
+#include <array>
+#include <chrono>
+#include <deque>
+#include <map>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/format.h>
+
+#include "net/asio_listen.h"
+#include "net/log_limiter.h"
+#include "raft/assert.h"
+
+namespace raftlock::net {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using std::chrono::milliseconds;
+
+namespace {
+
+// Every connection reads into one shared buffer (wait for readable, then a non-blocking read), so
+// ten thousand idle clients do not each pin a read buffer. It also bounds the bytes one connection
+// hands to the protocol per turn of the loop.
+constexpr size_t kReadChunkBytes = 64 * 1024;
+constexpr size_t kWriteBatchFramesMax = 1024;
+constexpr size_t kWriteBatchBytesMax = 8u << 20;
+constexpr milliseconds kLogInterval{30000};
+
+struct Conn {
+    Conn(tcp::socket s, ConnectionId id_)
+        : socket(std::move(s)), idle_timer(socket.get_executor()), id(id_) {}
+
+    tcp::socket socket;
+    asio::steady_timer idle_timer;
+    uint64_t idle_generation = 0;  // tells a stale expiry from the current one
+    ConnectionId id;
+    std::deque<std::string> out;  // encoded messages not yet handed to a write
+    size_t out_bytes = 0;         // queued + being written
+    bool writing = false;
+    bool flush_posted = false;
+    bool closing = false;  // flushing `out`, then half-closed; input is discarded
+    bool closed = false;
+    bool paused = false;   // pause_reading: no read is armed until resumed
+    bool reading = false;  // a wait for readable is pending
+};
+
+struct WriteBatch {
+    std::vector<std::string> frames;
+    std::vector<asio::const_buffer> buffers;
+    size_t bytes = 0;
+};
+
+// Owned through a shared_ptr held by every pending handler (see peer_transport.cc).
+class Core : public std::enable_shared_from_this<Core> {
+public:
+    using ConnPtr = std::shared_ptr<Conn>;
+
+    Core(asio::io_context& io, StreamListenerOptions options, StreamProtocol& protocol)
+        : io_(io),
+          options_(std::move(options)),
+          protocol_(protocol),
+          acceptor_(io),
+          retry_(io),
+          next_id_(options_.first_id) {
+        RL_ASSERT(options_.connections_max > 0);
+        RL_ASSERT(options_.idle_partial_ms > 0);
+        RL_ASSERT(options_.first_id > 0);
+    }
+
+    Result<bool, std::string> start();
+    uint16_t port() const { return port_; }
+    void send(ConnectionId id, std::string bytes);
+    void close(ConnectionId id, bool flush);
+    void pause_reading(ConnectionId id, bool paused);
+    void stop();
+    void count_protocol_error() { ++stats_.protocol_errors; }
+    StreamListenerStats stats() const {
+        StreamListenerStats s = stats_;
+        s.connections = conns_.size();
+        return s;
+    }
+
+private:
+    void accept();
+    void on_accept(tcp::socket socket);
+    void refuse(tcp::socket socket);
+    void read(const ConnPtr& c);
+    void on_readable(const ConnPtr& c);
+    void arm_idle_timer(const ConnPtr& c);
+    void enqueue(const ConnPtr& c, std::string bytes);
+    void post_flush(const ConnPtr& c);
+    void flush(const ConnPtr& c);
+    void begin_close(const ConnPtr& c);
+    // By value: `c` may be the map entry that close_now erases.
+    void close_now(ConnPtr c);
+
+    asio::io_context& io_;
+    StreamListenerOptions options_;
+    StreamProtocol& protocol_;
+    tcp::acceptor acceptor_;
+    asio::steady_timer retry_;
+    uint16_t port_ = 0;
+    std::map<ConnectionId, ConnPtr> conns_;
+    ConnectionId next_id_;
+    bool started_ = false;
+    bool stopped_ = false;
+    StreamListenerStats stats_;
+    LogLimiter log_{kLogInterval};
+    std::array<char, kReadChunkBytes> read_buffer_;
+};
+
+Result<bool, std::string> Core::start() {
+    RL_ASSERT(!started_);
+    RL_ASSERT(!stopped_);
+    started_ = true;
+    const std::string error = open_acceptor(acceptor_, options_.listen_host, options_.listen_port);
+    if (!error.empty()) {
+        return error;
+    }
+    port_ = acceptor_.local_endpoint().port();
+    accept();
+    return true;
+}
+
+void Core::stop() {
+    if (stopped_) {
+        return;
+    }
+    stopped_ = true;
+    error_code ignored;
+    acceptor_.close(ignored);
+    retry_.cancel();
+    for (auto& [id, c] : conns_) {
+        c->closed = true;
+        c->socket.close(ignored);
+        c->idle_timer.cancel();
+    }
+    conns_.clear();
+}
+
+void Core::accept() {
+    accept_forever(
+        shared_from_this(), acceptor_, retry_, stopped_,
+        [this](tcp::socket socket) { on_accept(std::move(socket)); },
+        [this](const error_code& ec) {
+            log_.log("accept", options_.name + ": accept failed: " + ec.message());
+        });
+}
+
+void Core::on_accept(tcp::socket socket) {
+    if (conns_.size() >= options_.connections_max) {
+        refuse(std::move(socket));
+        return;
+    }
+    error_code ec;
+    socket.set_option(tcp::no_delay(true), ec);
+    if (!ec) {
+        socket.non_blocking(true, ec);  // reads are done by hand after wait_read
+    }
+    if (ec) {
+        return;  // the client is already gone; the socket closes with its destructor
+    }
+    const std::string remote = remote_text(socket);
+    auto c = std::make_shared<Conn>(std::move(socket), next_id_++);
+    conns_.emplace(c->id, c);
+    ++stats_.accepted;
+    protocol_.on_open(c->id, remote);
+    if (!c->closed && !stopped_) {
+        read(c);
+    }
+}
+
+// Over connections_max: the protocol's refusal (the kernel buffers it at once), then close.
+void Core::refuse(tcp::socket socket) {
+    ++stats_.refused;
+    log_.log("refuse", fmt::format("{}: refusing connections above {}", options_.name,
+                                   options_.connections_max));
+    auto bytes = std::make_shared<std::string>(protocol_.refusal(conns_.size()));
+    auto s = std::make_shared<tcp::socket>(std::move(socket));
+    asio::async_write(*s, asio::buffer(*bytes), [s, bytes](error_code, size_t) {
+        error_code ignored;
+        s->shutdown(tcp::socket::shutdown_both, ignored);
+        s->close(ignored);
+    });
+}
+
+void Core::read(const ConnPtr& c) {
+    if (c->paused || c->reading) {
+        return;
+    }
+    c->reading = true;
+    c->socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), c](error_code ec) {
+        c->reading = false;
+        if (self->stopped_ || c->closed) {
+            return;
+        }
+        if (ec) {
+            self->close_now(c);
+            return;
+        }
+        self->on_readable(c);
+    });
+}
+
+void Core::on_readable(const ConnPtr& c) {
+    error_code ec;
+    const size_t n = c->socket.read_some(asio::buffer(read_buffer_), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        read(c);  // a spurious wakeup
+        return;
+    }
+    if (ec) {
+        close_now(c);  // EOF or reset: the client is gone
+        return;
+    }
+    if (c->closing) {
+        read(c);  // discarded, but reading notices the client closing its end
+        return;
+    }
+    protocol_.on_bytes(c->id, std::string_view(read_buffer_.data(), n));
+    // The protocol may have closed this connection or stopped the listener.
+    if (c->closed || stopped_) {
+        return;
+    }
+    if (!c->closing) {
+        arm_idle_timer(c);
+    }
+    read(c);
+}
+
+void Core::pause_reading(ConnectionId id, bool paused) {
+    const auto it = conns_.find(id);
+    if (stopped_ || it == conns_.end()) {
+        return;
+    }
+    it->second->paused = paused;
+    if (!paused && !it->second->closed) {
+        read(it->second);
+    }
+}
+
+// A partial message must make progress: each read with bytes left over restarts the deadline.
+void Core::arm_idle_timer(const ConnPtr& c) {
+    const uint64_t generation = ++c->idle_generation;
+    if (protocol_.partial_bytes(c->id) == 0) {
+        c->idle_timer.cancel();
+        return;
+    }
+    c->idle_timer.expires_after(milliseconds(options_.idle_partial_ms));
+    c->idle_timer.async_wait([self = shared_from_this(), c, generation](error_code ec) {
+        if (ec || self->stopped_ || c->closed || c->idle_generation != generation) {
+            return;
+        }
+        ++self->stats_.idle_timeouts;
+        // A stuck sender may not read either: no error reply, just close.
+        self->close_now(c);
+    });
+}
+
+void Core::send(ConnectionId id, std::string bytes) {
+    const auto it = conns_.find(id);
+    if (stopped_ || it == conns_.end() || it->second->closing) {
+        return;
+    }
+    enqueue(it->second, std::move(bytes));
+}
+
+void Core::close(ConnectionId id, bool flush) {
+    const auto it = conns_.find(id);
+    if (stopped_ || it == conns_.end()) {
+        return;
+    }
+    const ConnPtr c = it->second;
+    if (flush) {
+        begin_close(c);
+    } else {
+        close_now(c);
+    }
+}
+
+void Core::enqueue(const ConnPtr& c, std::string bytes) {
+    if (c->out_bytes + bytes.size() > options_.send_queue_bytes_max) {
+        // The client does not read what it asked for; holding more would let it exhaust memory.
+        ++stats_.slow_consumers;
+        close_now(c);
+        return;
+    }
+    c->out_bytes += bytes.size();
+    c->out.push_back(std::move(bytes));
+    post_flush(c);
+}
+
+// Messages queued in one turn of the loop go out in one gathered write.
+void Core::post_flush(const ConnPtr& c) {
+    if (c->flush_posted || c->writing) {
+        return;
+    }
+    c->flush_posted = true;
+    asio::post(io_, [self = shared_from_this(), c] {
+        c->flush_posted = false;
+        if (!self->stopped_ && !c->closed) {
+            self->flush(c);
+        }
+    });
+}
+
+void Core::flush(const ConnPtr& c) {
+    if (c->writing) {
+        return;
+    }
+    if (c->out.empty()) {
+        if (c->closing) {
+            // Half-close and keep reading until the client closes too (or the deadline): closing
+            // with its bytes unread would send a reset, which can destroy our last reply (the
+            // error saying why) before the client reads it.
+            error_code ignored;
+            c->socket.shutdown(tcp::socket::shutdown_send, ignored);
+        }
+        return;
+    }
+    auto batch = std::make_shared<WriteBatch>();
+    while (!c->out.empty() && batch->frames.size() < kWriteBatchFramesMax &&
+           (batch->bytes == 0 || batch->bytes + c->out.front().size() <= kWriteBatchBytesMax)) {
+        batch->bytes += c->out.front().size();
+        batch->frames.push_back(std::move(c->out.front()));
+        c->out.pop_front();
+    }
+    batch->buffers.reserve(batch->frames.size());
+    for (const std::string& f : batch->frames) {
+        batch->buffers.push_back(asio::buffer(f));
+    }
+    c->writing = true;
+    asio::async_write(c->socket, batch->buffers,
+                      [self = shared_from_this(), c, batch](error_code ec, size_t) {
+                          if (self->stopped_ || c->closed) {
+                              return;
+                          }
+                          c->writing = false;
+                          c->out_bytes -= batch->bytes;
+                          if (ec) {
+                              self->close_now(c);
+                              return;
+                          }
+                          self->flush(c);
+                      });
+}
+
+// Flushes, half-closes, and waits for the client's end; all of it within idle_partial_ms, so
+// a client that neither reads nor closes does not keep its slot.
+void Core::begin_close(const ConnPtr& c) {
+    if (c->closing) {
+        return;
+    }
+    c->closing = true;
+    const uint64_t generation = ++c->idle_generation;
+    c->idle_timer.expires_after(milliseconds(options_.idle_partial_ms));
+    c->idle_timer.async_wait([self = shared_from_this(), c, generation](error_code ec) {
+        if (!ec && !self->stopped_ && !c->closed && c->idle_generation == generation) {
+            self->close_now(c);
+        }
+    });
+    if (!c->writing && !c->flush_posted) {
+        flush(c);
+    }
+    // Keep reading (and discarding) to notice the client closing its end.
+    c->paused = false;
+    read(c);
+}
+
+void Core::close_now(ConnPtr c) {
+    if (c->closed) {
+        return;
+    }
+    c->closed = true;
+    error_code ignored;
+    c->socket.shutdown(tcp::socket::shutdown_both, ignored);
+    c->socket.close(ignored);
+    c->idle_timer.cancel();
+    conns_.erase(c->id);
+    // Not from here: close_now can run inside the handler's own send() or close().
+    asio::post(io_, [self = shared_from_this(), id = c->id] {
+        if (!self->stopped_) {
+            self->protocol_.on_close(id);
+        }
+    });
+}
+
+}  // namespace
+
+class StreamListener::Impl {
+public:
+    Impl(asio::io_context& io, StreamListenerOptions options, StreamProtocol& protocol)
+        : core(std::make_shared<Core>(io, std::move(options), protocol)) {}
+    ~Impl() { core->stop(); }
+
+    std::shared_ptr<Core> core;
+};
+
+StreamListener::StreamListener(asio::io_context& io,
+                               StreamListenerOptions options,
+                               StreamProtocol& protocol)
+    : impl_(std::make_unique<Impl>(io, std::move(options), protocol)) {}
+
+StreamListener::~StreamListener() = default;
+
+Result<bool, std::string> StreamListener::start() {
+    return impl_->core->start();
+}
+
+uint16_t StreamListener::port() const {
+    return impl_->core->port();
+}
+
+void StreamListener::send(ConnectionId id, std::string bytes) {
+    impl_->core->send(id, std::move(bytes));
+}
+
+void StreamListener::close(ConnectionId id, bool flush) {
+    impl_->core->close(id, flush);
+}
+
+void StreamListener::pause_reading(ConnectionId id, bool paused) {
+    impl_->core->pause_reading(id, paused);
+}
+
+void StreamListener::stop() {
+    impl_->core->stop();
+}
+
+void StreamListener::count_protocol_error() {
+    impl_->core->count_protocol_error();
+}
+
+StreamListenerStats StreamListener::stats() const {
+    return impl_->core->stats();
+}
+
+}  // namespace raftlock::net

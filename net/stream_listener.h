@@ -1,0 +1,101 @@
+#pragma once
+
+// A TCP port of byte-stream connections, whatever the protocol on them: accepting, reading,
+// queued gathered writes, closing politely, and the limits every client port needs. The client
+// port (client_listener.h, protobuf frames) and the Redis port (resp_listener.h, RESP) are this
+// plus their decoder.
+//
+// Limits, none of which affects other connections:
+// - a connection whose unsent output exceeds send_queue_bytes_max (a client that does not read) is
+//   closed;
+// - more than connections_max connections: a new one gets the protocol's refusal bytes and is
+//   closed;
+// - a connection holding a partial message (StreamProtocol::partial_bytes > 0) with nothing
+//   received for idle_partial_ms (a half-open or stuck sender) is closed. A connection with no
+//   partial message may stay idle.
+//
+// Threads: everything on the io_context's thread, protocol calls included. Asio lives in the .cc.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "raft/result.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace raftlock::net {
+
+using ConnectionId = uint64_t;  // unique among the port's connections, never 0
+
+struct StreamListenerOptions {
+    std::string name = "client port";  // in log lines
+    std::string listen_host = "127.0.0.1";
+    uint16_t listen_port = 0;  // 0: ephemeral (tests)
+    size_t send_queue_bytes_max = 64u << 20;
+    size_t connections_max = 10000;
+    uint32_t idle_partial_ms = 30000;
+    ConnectionId first_id = 1;  // ids count up from here (ports of one process use distinct ranges)
+};
+
+// The protocol on the connections.
+class StreamProtocol {
+public:
+    virtual ~StreamProtocol() = default;
+    virtual void on_open(ConnectionId id, const std::string& remote) = 0;
+    // Bytes read from the connection (at most one read's worth). May send, close or pause it.
+    virtual void on_bytes(ConnectionId id, std::string_view bytes) = 0;
+    // The connection is gone (closed by either side); no more calls for it. Called from its own
+    // turn of the event loop, never from inside send() or close().
+    virtual void on_close(ConnectionId id) = 0;
+    // Bytes of an incomplete message the connection holds (the idle deadline applies when > 0).
+    virtual size_t partial_bytes(ConnectionId id) const = 0;
+    // What a connection refused at connections_max is sent before it is closed.
+    virtual std::string refusal(size_t connections) const = 0;
+};
+
+struct StreamListenerStats {
+    size_t connections = 0;
+    uint64_t accepted = 0;
+    uint64_t protocol_errors = 0;  // counted by the protocol through count_protocol_error()
+    uint64_t slow_consumers = 0;   // connections closed for an overfull send queue
+    uint64_t idle_timeouts = 0;    // connections closed with a partial message and no progress
+    uint64_t refused = 0;          // connections refused at accept (connections_max)
+};
+
+class StreamListener {
+public:
+    StreamListener(boost::asio::io_context& io,
+                   StreamListenerOptions options,
+                   StreamProtocol& protocol);
+    ~StreamListener();
+    StreamListener(const StreamListener&) = delete;
+    StreamListener& operator=(const StreamListener&) = delete;
+
+    Result<bool, std::string> start();  // binds and listens; errors name the address and cause
+    uint16_t port() const;
+
+    // Queues bytes for the connection; ignored when the connection is gone or closing.
+    void send(ConnectionId id, std::string bytes);
+    // Closes after the queued output is flushed (or at once when `flush` is false). Input that
+    // arrives meanwhile is discarded.
+    void close(ConnectionId id, bool flush = true);
+    // Stops (or resumes) reading from the connection: backpressure for a protocol whose handler
+    // has too much of the connection's work pending.
+    void pause_reading(ConnectionId id, bool paused);
+    // Closes the listener and every connection at once. No protocol call follows, not even
+    // on_close: the server is going away with it.
+    void stop();
+
+    void count_protocol_error();
+    StreamListenerStats stats() const;
+
+private:
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace raftlock::net

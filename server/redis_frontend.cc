@@ -1,0 +1,364 @@
+#include "server/redis_frontend.h"
+
+#include <fmt/format.h>
+
+#include "net/resp_codec.h"
+#include "raft/assert.h"
+
+namespace raftlock::server {
+
+namespace {
+
+using redis::Value;
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && redis::lower(a) == redis::lower(b);
+}
+
+// Commands a connection may run before AUTH (Redis: AUTH, HELLO with AUTH, QUIT).
+bool allowed_before_auth(std::string_view name) {
+    return iequals(name, "auth") || iequals(name, "hello") || iequals(name, "quit");
+}
+
+}  // namespace
+
+RedisFrontend::RedisFrontend(RedisFrontendOptions options,
+                             RespOutput& output,
+                             RedisBackend& backend)
+    : options_(std::move(options)), output_(output), backend_(backend) {
+    RL_ASSERT(options_.pipeline_max > 0);
+}
+
+void RedisFrontend::on_resp_open(net::ConnectionId id, const std::string& remote) {
+    Conn& c = conns_[id];
+    c.remote = remote;
+    c.client_id = next_client_id_++;
+    c.authenticated = options_.password.empty();
+}
+
+void RedisFrontend::on_resp_close(net::ConnectionId id) {
+    if (conns_.erase(id) > 0) {
+        backend_.redis_closed(id);
+    }
+}
+
+void RedisFrontend::on_resp_command(net::ConnectionId id, redis::Argv&& argv) {
+    auto it = conns_.find(id);
+    if (it == conns_.end() || it->second.quitting) {
+        return;
+    }
+    Conn& c = it->second;
+    c.pending.push_back(Pending{std::move(argv), std::nullopt, false});
+    if (!c.paused && c.pending.size() >= options_.pipeline_max) {
+        c.paused = true;
+        output_.pause_reading(id, true);
+    }
+    dispatch(id, c);
+}
+
+// Starts every command that may start now (see the header on order), answering the ones that
+// need no keyspace at once.
+void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
+    if (c.dispatching) {
+        return;
+    }
+    c.dispatching = true;
+    while (c.next_dispatch < c.pending.size() && !c.quitting) {
+        const size_t index = c.next_dispatch;
+        const redis::Argv& argv = c.pending[index].argv;
+        std::optional<Value> immediate;
+        if (!c.authenticated && !allowed_before_auth(argv[0])) {
+            immediate = Value::error("NOAUTH Authentication required.");
+        } else {
+            immediate = redis::precheck(argv);
+        }
+        if (immediate) {
+            ++c.next_dispatch;
+            complete(c, index, *immediate);
+            continue;
+        }
+        const redis::Route route = redis::route_of(argv);
+        if (c.in_flight > 0 && (route == redis::Route::kConnection || route != c.in_flight_route)) {
+            break;  // waits for the commands in flight: see the header on order
+        }
+        ++c.next_dispatch;
+        if (route == redis::Route::kConnection) {
+            complete(c, index, run_local(c, argv));
+            continue;
+        }
+        c.pending[index].dispatched = true;
+        ++c.in_flight;
+        c.in_flight_route = route;
+        redis::Argv copy = argv;
+        // The backend may answer at once (an error): on_reply completes it, and this loop goes on.
+        backend_.redis_command(id, c.first_ticket + index, std::move(copy));
+    }
+    c.dispatching = false;
+    flush(id, c);
+}
+
+void RedisFrontend::on_reply(net::ConnectionId id, uint64_t ticket, const Value& value) {
+    auto it = conns_.find(id);
+    if (it == conns_.end()) {
+        return;
+    }
+    Conn& c = it->second;
+    RL_ASSERT(ticket >= c.first_ticket && ticket - c.first_ticket < c.pending.size());
+    const size_t index = ticket - c.first_ticket;
+    RL_ASSERT(c.pending[index].dispatched && !c.pending[index].reply);
+    RL_ASSERT(c.in_flight > 0);
+    --c.in_flight;
+    complete(c, index, value);
+    if (!c.dispatching) {
+        dispatch(id, c);  // starts what waited for this reply, and flushes
+    }
+}
+
+void RedisFrontend::complete(Conn& c, size_t index, const Value& value) {
+    std::string bytes;
+    net::encode_resp(value, c.protocol, bytes);
+    c.pending[index].reply = std::move(bytes);
+}
+
+// Sends the replies that are next in command order.
+void RedisFrontend::flush(net::ConnectionId id, Conn& c) {
+    std::string out;
+    while (!c.pending.empty() && c.pending.front().reply) {
+        out += *c.pending.front().reply;
+        c.pending.pop_front();
+        ++c.first_ticket;
+        RL_ASSERT(c.next_dispatch > 0);
+        --c.next_dispatch;
+    }
+    if (!out.empty()) {
+        output_.send(id, std::move(out));
+    }
+    if (c.quitting && c.in_flight == 0) {
+        output_.close(id);
+        return;
+    }
+    if (c.paused && c.pending.size() <= options_.pipeline_max / 2) {
+        c.paused = false;
+        output_.pause_reading(id, false);
+    }
+}
+
+Value RedisFrontend::run_local(Conn& c, const redis::Argv& argv) {
+    const std::string name = redis::lower(argv[0]);
+    if (name == "ping") {
+        if (argv.size() > 2) {
+            return Value::error(redis::wrong_arity("ping"));
+        }
+        return argv.size() == 2 ? Value::bulk(argv[1]) : Value::simple("PONG");
+    }
+    if (name == "echo") {
+        return Value::bulk(argv[1]);
+    }
+    if (name == "quit") {
+        c.quitting = true;
+        return Value::ok();
+    }
+    if (name == "select") {
+        if (argv[1] == "0") {
+            return Value::ok();
+        }
+        const bool numeric =
+            !argv[1].empty() && argv[1].find_first_not_of("-0123456789") == std::string::npos;
+        return Value::error(numeric ? "ERR DB index is out of range"
+                                    : std::string(redis::kNotInteger));
+    }
+    if (name == "auth") {
+        if (argv.size() > 3) {
+            return Value::error(std::string(redis::kSyntaxError));
+        }
+        if (options_.password.empty()) {
+            return Value::error(
+                "ERR AUTH <password> called without any password configured for the default "
+                "user. Are you sure your configuration is correct?");
+        }
+        const bool user_ok = argv.size() == 2 || argv[1] == "default";
+        if (!user_ok || argv.back() != options_.password) {
+            return Value::error("WRONGPASS invalid username-password pair or user is disabled.");
+        }
+        c.authenticated = true;
+        return Value::ok();
+    }
+    if (name == "hello") {
+        return hello(c, argv);
+    }
+    if (name == "client") {
+        return client(c, argv);
+    }
+    if (name == "command") {
+        return command_info(argv);
+    }
+    if (name == "info") {
+        return info(argv);
+    }
+    RL_PANIC("a connection command without a handler");
+}
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]
+Value RedisFrontend::hello(Conn& c, const redis::Argv& argv) {
+    int protocol = c.protocol;
+    size_t i = 1;
+    if (argv.size() > 1) {
+        if (argv[1] != "2" && argv[1] != "3") {
+            const bool numeric = argv[1].find_first_not_of("0123456789") == std::string::npos;
+            return Value::error(numeric ? "NOPROTO unsupported protocol version"
+                                        : "ERR Protocol version is not an integer or out of range");
+        }
+        protocol = argv[1] == "3" ? 3 : 2;
+        i = 2;
+    }
+    std::optional<std::string> new_name;
+    for (; i < argv.size(); ++i) {
+        const bool more = i + 1 < argv.size();
+        if (iequals(argv[i], "auth") && i + 2 < argv.size()) {
+            if (options_.password.empty() || argv[i + 1] != "default" ||
+                argv[i + 2] != options_.password) {
+                return Value::error(
+                    "WRONGPASS invalid username-password pair or user is disabled.");
+            }
+            c.authenticated = true;
+            i += 2;
+        } else if (iequals(argv[i], "setname") && more) {
+            new_name = argv[++i];
+        } else {
+            return Value::error(fmt::format("ERR Syntax error in HELLO option '{}'", argv[i]));
+        }
+    }
+    if (!c.authenticated) {
+        return Value::error(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+            "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+            "select the RESP protocol version at the same time");
+    }
+    c.protocol = protocol;
+    if (new_name) {
+        c.name = *new_name;
+    }
+    const bool leader = backend_.redis_replication_info().starts_with("role:master");
+    return Value::map({
+        Value::bulk("server"),
+        Value::bulk("redis"),
+        Value::bulk("version"),
+        Value::bulk(options_.version),
+        Value::bulk("proto"),
+        Value::integer_of(protocol),
+        Value::bulk("id"),
+        Value::integer_of(static_cast<int64_t>(c.client_id)),
+        Value::bulk("mode"),
+        Value::bulk("standalone"),
+        Value::bulk("role"),
+        Value::bulk(leader ? "master" : "replica"),
+        Value::bulk("modules"),
+        Value::array({}),
+    });
+}
+
+Value RedisFrontend::client(Conn& c, const redis::Argv& argv) {
+    const std::string sub = redis::lower(argv[1]);
+    if (sub == "setname" && argv.size() == 3) {
+        for (char ch : argv[2]) {
+            if (ch < '!' || ch > '~') {
+                return Value::error(
+                    "ERR Client names cannot contain spaces, newlines or special characters.");
+            }
+        }
+        c.name = argv[2];
+        return Value::ok();
+    }
+    if (sub == "getname" && argv.size() == 2) {
+        return c.name.empty() ? Value::null() : Value::bulk(c.name);
+    }
+    if (sub == "id" && argv.size() == 2) {
+        return Value::integer_of(static_cast<int64_t>(c.client_id));
+    }
+    if (sub == "setname" || sub == "getname" || sub == "id") {
+        return Value::error(redis::wrong_arity("client|" + sub));
+    }
+    return Value::error(fmt::format("ERR unknown subcommand '{}'. Try CLIENT HELP.", argv[1]));
+}
+
+Value RedisFrontend::command_info(const redis::Argv& argv) const {
+    const auto describe = [](const redis::CommandSpec& spec) {
+        const bool keyed = spec.route != redis::Route::kConnection && spec.name != "keys" &&
+                           spec.name != "scan" && spec.name != "dbsize" &&
+                           !spec.name.starts_with("flush") && spec.name != "script" &&
+                           !spec.name.starts_with("eval");
+        const bool many = spec.name == "del" || spec.name == "unlink" || spec.name == "exists" ||
+                          spec.name == "mget" || spec.name == "mset";
+        const char* flag = spec.route == redis::Route::kWrite  ? "write"
+                           : spec.route == redis::Route::kRead ? "readonly"
+                                                               : "fast";
+        return Value::array({Value::bulk(std::string(spec.name)), Value::integer_of(spec.arity),
+                             Value::array({Value::simple(flag)}), Value::integer_of(keyed ? 1 : 0),
+                             Value::integer_of(keyed ? (many ? -1 : 1) : 0),
+                             Value::integer_of(keyed ? (spec.name == "mset" ? 2 : 1) : 0),
+                             Value::array({}), Value::array({}), Value::array({}),
+                             Value::array({})});
+    };
+    if (argv.size() == 1) {
+        std::vector<Value> all;
+        for (const redis::CommandSpec& spec : redis::all_commands()) {
+            all.push_back(describe(spec));
+        }
+        return Value::array(std::move(all));
+    }
+    const std::string sub = redis::lower(argv[1]);
+    if (sub == "count" && argv.size() == 2) {
+        return Value::integer_of(static_cast<int64_t>(redis::all_commands().size()));
+    }
+    if (sub == "info") {
+        std::vector<Value> out;
+        for (size_t i = 2; i < argv.size(); ++i) {
+            const redis::CommandSpec* spec = redis::find_command(argv[i]);
+            out.push_back(spec == nullptr ? Value::null_array() : describe(*spec));
+        }
+        return Value::array(std::move(out));
+    }
+    if (sub == "docs") {
+        return Value::map({});  // no documentation is served: clients fall back to their own
+    }
+    return Value::error(fmt::format("ERR unknown subcommand '{}'. Try COMMAND HELP.", argv[1]));
+}
+
+Value RedisFrontend::info(const redis::Argv& argv) const {
+    const auto wanted = [&](std::string_view section) {
+        if (argv.size() == 1) {
+            return true;
+        }
+        for (size_t i = 1; i < argv.size(); ++i) {
+            const std::string s = redis::lower(argv[i]);
+            if (s == section || s == "all" || s == "everything" || s == "default") {
+                return true;
+            }
+        }
+        return false;
+    };
+    std::string out;
+    if (wanted("server")) {
+        out += fmt::format(
+            "# Server\r\nredis_version:{}\r\nredis_mode:standalone\r\nraftlock_node_id:{}\r\n\r\n",
+            options_.version, options_.node_id);
+    }
+    if (wanted("clients")) {
+        out += fmt::format("# Clients\r\nconnected_clients:{}\r\n\r\n", conns_.size());
+    }
+    if (wanted("persistence")) {
+        out += "# Persistence\r\nloading:0\r\n\r\n";
+    }
+    if (wanted("replication")) {
+        out += "# Replication\r\n" + backend_.redis_replication_info() + "\r\n";
+    }
+    if (wanted("keyspace")) {
+        out += "# Keyspace\r\n";
+        if (const size_t keys = backend_.redis_key_count(); keys > 0) {
+            out += fmt::format("db0:keys={}\r\n", keys);
+        }
+    }
+    return Value::bulk(std::move(out));
+}
+
+}  // namespace raftlock::server

@@ -1,0 +1,112 @@
+#pragma once
+
+// The Redis front end (docs/redis-mode.md): one RESP connection's protocol state (RESP2 or 3,
+// authentication, name), the connection commands it answers itself (PING, ECHO, HELLO, AUTH,
+// SELECT, CLIENT, COMMAND, INFO, QUIT), and the order of replies.
+//
+// Order: Redis runs a connection's commands one after another, so a reply must reflect every
+// earlier command of the connection and none of the later ones. Reads go through ReadIndex and
+// writes through the log, and the two can complete in either order; so consecutive commands of
+// the same route are in flight together (pipelining), and a command of another route waits until
+// they are all answered. Replies go out in command order whatever order they complete in.
+//
+// No sockets: the runtime feeds it RESP commands (net::RespHandler) and it answers through
+// RespOutput; keyspace commands go to a RedisBackend (the Replica) and come back via on_reply.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "net/resp_listener.h"
+#include "statemachine/redis/commands.h"
+#include "statemachine/redis/value.h"
+
+namespace raftlock::server {
+
+namespace redis = statemachine::redis;
+
+// Where the front end sends bytes (net::RespListener in the server).
+class RespOutput {
+public:
+    virtual ~RespOutput() = default;
+    virtual void send(net::ConnectionId id, std::string bytes) = 0;
+    virtual void close(net::ConnectionId id) = 0;  // after what was sent is flushed
+    virtual void pause_reading(net::ConnectionId id, bool paused) = 0;
+};
+
+// Runs keyspace commands (the Replica): answers each with RedisFrontend::on_reply, exactly once,
+// unless the connection closed first.
+class RedisBackend {
+public:
+    virtual ~RedisBackend() = default;
+    // argv passed redis::precheck; its route is kRead or kWrite.
+    virtual void redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&& argv) = 0;
+    virtual void redis_closed(net::ConnectionId id) = 0;
+    // The replication section of INFO: "role:master" or "role:slave", and more fields.
+    virtual std::string redis_replication_info() const = 0;
+    virtual size_t redis_key_count() const = 0;
+};
+
+struct RedisFrontendOptions {
+    std::string password;         // empty: no AUTH needed
+    size_t pipeline_max = 10000;  // commands queued or in flight per connection before pausing
+    uint64_t node_id = 0;
+    std::string version = "7.0.0";  // what HELLO and INFO report (the Redis API level we follow)
+};
+
+class RedisFrontend final : public net::RespHandler {
+public:
+    RedisFrontend(RedisFrontendOptions options, RespOutput& output, RedisBackend& backend);
+
+    // net::RespHandler
+    void on_resp_open(net::ConnectionId id, const std::string& remote) override;
+    void on_resp_command(net::ConnectionId id, redis::Argv&& argv) override;
+    void on_resp_close(net::ConnectionId id) override;
+
+    // The backend's answer to redis_command(id, ticket, ...).
+    void on_reply(net::ConnectionId id, uint64_t ticket, const redis::Value& value);
+
+    size_t connection_count() const { return conns_.size(); }
+
+private:
+    struct Pending {
+        redis::Argv argv;
+        std::optional<std::string> reply;  // encoded, once known
+        bool dispatched = false;
+    };
+    struct Conn {
+        std::string remote;
+        std::string name;
+        int protocol = 2;
+        bool authenticated = false;
+        bool quitting = false;
+        bool paused = false;
+        bool dispatching = false;  // inside dispatch(): a synchronous reply must not recurse
+        uint64_t client_id = 0;
+        uint64_t first_ticket = 0;    // the ticket of pending.front()
+        std::deque<Pending> pending;  // in command order
+        size_t in_flight = 0;         // dispatched, not answered
+        redis::Route in_flight_route = redis::Route::kRead;
+        size_t next_dispatch = 0;  // index in pending of the first not dispatched
+    };
+
+    void dispatch(net::ConnectionId id, Conn& c);
+    // Answers a connection command; false when the connection is to close after the reply.
+    redis::Value run_local(Conn& c, const redis::Argv& argv);
+    redis::Value hello(Conn& c, const redis::Argv& argv);
+    redis::Value client(Conn& c, const redis::Argv& argv);
+    redis::Value command_info(const redis::Argv& argv) const;
+    redis::Value info(const redis::Argv& argv) const;
+    void complete(Conn& c, size_t index, const redis::Value& value);
+    void flush(net::ConnectionId id, Conn& c);
+
+    RedisFrontendOptions options_;
+    RespOutput& output_;
+    RedisBackend& backend_;
+    std::map<net::ConnectionId, Conn> conns_;
+    uint64_t next_client_id_ = 1;
+};
+
+}  // namespace raftlock::server

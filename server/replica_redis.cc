@@ -1,0 +1,103 @@
+// The Redis port's requests (docs/redis-mode.md): reads after ReadIndex, writes through the log as
+// RedisCommand entries, answered by the node holding the connection when it applies them.
+
+#include <fmt/format.h>
+
+#include "raft/assert.h"
+#include "server/replica.h"
+#include "server/request_codec.h"
+#include "statemachine/codec.h"
+
+namespace raftlock::server {
+
+namespace sm = statemachine;
+
+void Replica::redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&& argv) {
+    RL_ASSERT(is_redis(id));
+    const ClientRef client{id, ticket};
+    ++metrics_.client_requests_total;
+    if (shutting_down_) {
+        respond_error(client, proto::SHUTTING_DOWN);
+        return;
+    }
+    if (redis::route_of(argv) == redis::Route::kRead) {
+        next_batch_.redis_reads.emplace_back(client, std::move(argv));
+        schedule_flush();
+        return;
+    }
+    sm::Command command;
+    command.seq = next_nonce_++;
+    command.op = sm::RedisCommand{redis_origin_, std::move(argv)};
+    if (sm::validate_command(command) != sm::ErrorCode::kOk) {
+        redis_reply(client, redis::Value::error(fmt::format(
+                                "ERR raftlock: a command may carry at most {} arguments and {} "
+                                "bytes",
+                                sm::kRedisArgsMax, sm::kRedisCommandBytesMax)));
+        return;
+    }
+    // Keyed like an OpenSession: (no session, this server's sequence number). Resubmitting it to
+    // a new leader is safe: the keyspace applies each (origin, seq) at most once.
+    const WriteKey key{sm::kNoSession, command.seq};
+    const int64_t now_us = clock_.steady_us();
+    auto [it, inserted] = pending_writes_.try_emplace(
+        key, PendingWrite{id, ticket, std::move(command), now_us,
+                          now_us / 1000 + config_.request_timeout_ms, 0});
+    RL_ASSERT(inserted);
+    route_write(key, it->second);
+    schedule_flush();
+}
+
+void Replica::redis_closed(net::ConnectionId id) {
+    // As for a client connection: writes already submitted still apply; their replies are dropped.
+    for (auto it = pending_writes_.begin(); it != pending_writes_.end();) {
+        if (it->second.conn == id) {
+            forward_tags_.erase(it->second.forward_tag);
+            it = pending_writes_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+std::string Replica::redis_replication_info() const {
+    return fmt::format("role:{}\r\nraftlock_leader_id:{}\r\nraftlock_applied_index:{}\r\n",
+                       is_leader() ? "master" : "slave", soft_.leader, applied_index_);
+}
+
+size_t Replica::redis_key_count() const {
+    return sm_.redis_key_count();
+}
+
+void Replica::redis_reply(const ClientRef& client, const redis::Value& value) {
+    if (redis_frontend_ != nullptr) {
+        redis_frontend_->on_reply(client.conn, client.request_id, value);
+    }
+}
+
+// Failures of the request path itself, in Redis's words: TRYAGAIN for what a retry may fix.
+void Replica::redis_error(const ClientRef& client, proto::Code code, const std::string& message) {
+    ++metrics_.client_errors_total;
+    std::string text;
+    switch (code) {
+        case proto::TIMEOUT:
+            text = "TRYAGAIN raftlock: timed out; a write may or may not have been applied";
+            break;
+        case proto::UNAVAILABLE:
+            text = "TRYAGAIN raftlock: no leader can take the request now; retry";
+            break;
+        case proto::SHUTTING_DOWN:
+            text =
+                "TRYAGAIN raftlock: this node is shutting down; a write may or may not have "
+                "been applied";
+            break;
+        default:
+            text = "ERR raftlock: " + describe(code);
+            break;
+    }
+    if (!message.empty()) {
+        text += " (" + message + ")";
+    }
+    redis_reply(client, redis::Value::error(std::move(text)));
+}
+
+}  // namespace raftlock::server

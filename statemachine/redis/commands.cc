@@ -1,0 +1,1054 @@
+// The Redis commands of the keyspace, with Redis 7's semantics and error texts (docs/redis-mode.md
+// lists them and where we differ). Time is cluster time: `now` comes with every call.
+
+#include "statemachine/redis/commands.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "raft/assert.h"
+#include "statemachine/redis/glob.h"
+#include "statemachine/redis/keyspace.h"
+#include "statemachine/redis/lua_script.h"
+#include "statemachine/redis/sha1.h"
+
+namespace raftlock::statemachine::redis {
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) {
+        if (c >= 'A' && c <= 'Z') {
+            c = static_cast<char>(c - 'A' + 'a');
+        }
+    }
+    return out;
+}
+
+std::string wrong_arity(std::string_view lower_name) {
+    return fmt::format("ERR wrong number of arguments for '{}' command", lower_name);
+}
+
+namespace {
+
+constexpr Route R = Route::kRead;
+constexpr Route W = Route::kWrite;
+constexpr Route C = Route::kConnection;
+
+// Sorted by name (find_command searches it).
+constexpr std::array kCommands = {
+    CommandSpec{"append", 3, W},
+    CommandSpec{"auth", -2, C, false},
+    CommandSpec{"client", -2, C, false},
+    CommandSpec{"command", -1, C, false},
+    CommandSpec{"dbsize", 1, R},
+    CommandSpec{"decr", 2, W},
+    CommandSpec{"decrby", 3, W},
+    CommandSpec{"del", -2, W},
+    CommandSpec{"delex", -2, W},
+    CommandSpec{"delifeq", 3, W},
+    CommandSpec{"echo", 2, C, false},
+    CommandSpec{"eval", -3, W, false},
+    CommandSpec{"evalsha", -3, W, false},
+    CommandSpec{"exists", -2, R},
+    CommandSpec{"expire", -3, W},
+    CommandSpec{"expireat", -3, W},
+    CommandSpec{"flushall", -1, W},
+    CommandSpec{"flushdb", -1, W},
+    CommandSpec{"get", 2, R},
+    CommandSpec{"getdel", 2, W},
+    CommandSpec{"getset", 3, W},
+    CommandSpec{"hdel", -3, W},
+    CommandSpec{"hello", -1, C, false},
+    CommandSpec{"hexists", 3, R},
+    CommandSpec{"hget", 3, R},
+    CommandSpec{"hgetall", 2, R},
+    CommandSpec{"hincrby", 4, W},
+    CommandSpec{"hkeys", 2, R},
+    CommandSpec{"hlen", 2, R},
+    CommandSpec{"hmget", -3, R},
+    CommandSpec{"hmset", -4, W},
+    CommandSpec{"hset", -4, W},
+    CommandSpec{"hsetnx", 4, W},
+    CommandSpec{"hvals", 2, R},
+    CommandSpec{"incr", 2, W},
+    CommandSpec{"incrby", 3, W},
+    CommandSpec{"info", -1, C, false},
+    CommandSpec{"keys", 2, R},
+    CommandSpec{"mget", -2, R},
+    CommandSpec{"mset", -3, W},
+    CommandSpec{"persist", 2, W},
+    CommandSpec{"pexpire", -3, W},
+    CommandSpec{"pexpireat", -3, W},
+    CommandSpec{"ping", -1, C, false},
+    CommandSpec{"pttl", 2, R},
+    CommandSpec{"quit", -1, C, false},
+    CommandSpec{"scan", -2, R},
+    CommandSpec{"script", -2, W, false},
+    CommandSpec{"select", 2, C, false},
+    CommandSpec{"set", -3, W},
+    CommandSpec{"setnx", 3, W},
+    CommandSpec{"strlen", 2, R},
+    CommandSpec{"ttl", 2, R},
+    CommandSpec{"type", 2, R},
+    CommandSpec{"unlink", -2, W},
+};
+
+bool arity_ok(int arity, size_t argc) {
+    return arity >= 0 ? argc == static_cast<size_t>(arity) : argc >= static_cast<size_t>(-arity);
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && lower(a) == lower(b);
+}
+
+// Redis's string2ll: an optional '-', digits, no leading zeros, no spaces, within int64.
+std::optional<int64_t> parse_int(std::string_view s) {
+    if (s.empty() || s.size() > 20 || s[0] == '+' || (s.size() > 1 && s[0] == '0') ||
+        (s.size() > 1 && s[0] == '-' && s[1] == '0')) {
+        return std::nullopt;
+    }
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size()) {
+        return std::nullopt;
+    }
+    return v;
+}
+
+std::optional<uint64_t> parse_cursor(std::string_view s) {
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
+        return std::nullopt;
+    }
+    return v;
+}
+
+Value err(std::string_view text) {
+    return Value::error(std::string(text));
+}
+
+Value bulks(std::vector<std::string> items) {
+    std::vector<Value> out;
+    out.reserve(items.size());
+    for (std::string& s : items) {
+        out.push_back(Value::bulk(std::move(s)));
+    }
+    return Value::array(std::move(out));
+}
+
+// Relative or absolute expire arguments to an absolute deadline in ms, or nullopt on overflow or a
+// non-positive relative time (Redis: "invalid expire time").
+std::optional<TimeMs> deadline(int64_t amount, bool seconds, bool absolute, TimeMs now) {
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    if (seconds) {
+        if (amount > kMax / 1000 || amount < -kMax / 1000) {
+            return std::nullopt;
+        }
+        amount *= 1000;
+    }
+    if (absolute) {
+        return amount;
+    }
+    if ((amount > 0 && now > kMax - amount) || (amount < 0 && now < -kMax - amount)) {
+        return std::nullopt;
+    }
+    return now + amount;
+}
+
+}  // namespace
+
+std::span<const CommandSpec> all_commands() {
+    return kCommands;
+}
+
+const CommandSpec* find_command(std::string_view name) {
+    const std::string key = lower(name);
+    auto it =
+        std::lower_bound(kCommands.begin(), kCommands.end(), key,
+                         [](const CommandSpec& c, const std::string& k) { return c.name < k; });
+    if (it == kCommands.end() || it->name != key) {
+        return nullptr;
+    }
+    return &*it;
+}
+
+std::optional<Value> precheck(const Argv& argv) {
+    RL_ASSERT(!argv.empty());
+    const CommandSpec* spec = find_command(argv[0]);
+    if (spec == nullptr) {
+        std::string args;
+        for (size_t i = 1; i < argv.size() && args.size() < 128; ++i) {
+            args += fmt::format("'{}' ", std::string_view(argv[i]).substr(0, 128 - args.size()));
+        }
+        return Value::error(fmt::format("ERR unknown command '{}', with args beginning with: {}",
+                                        std::string_view(argv[0]).substr(0, 128), args));
+    }
+    if (!arity_ok(spec->arity, argv.size())) {
+        return Value::error(wrong_arity(spec->name));
+    }
+    if (spec->name == "script") {
+        const std::string sub = lower(argv[1]);
+        if (sub == "load" && argv.size() != 3) {
+            return Value::error(wrong_arity("script|load"));
+        }
+        if (sub == "exists" && argv.size() < 3) {
+            return Value::error(wrong_arity("script|exists"));
+        }
+        if (sub != "load" && sub != "exists" && sub != "flush") {
+            return Value::error(
+                fmt::format("ERR unknown subcommand '{}'. Try SCRIPT HELP.", argv[1]));
+        }
+    }
+    return std::nullopt;
+}
+
+Route route_of(const Argv& argv) {
+    const CommandSpec* spec = find_command(argv[0]);
+    RL_ASSERT(spec != nullptr);
+    if (spec->name == "script" && iequals(argv[1], "exists")) {
+        return Route::kRead;
+    }
+    return spec->route;
+}
+
+// The handlers. Reads take a const keyspace; writes a mutable one.
+class Commands {
+public:
+    using Entry = Keyspace::Entry;
+    using Hash = Keyspace::Hash;
+
+    static Value read(const Keyspace& ks, const Argv& a, TimeMs now);
+    static Value write(Keyspace& ks, const Argv& a, TimeMs now, int depth);
+
+private:
+    static const Entry* find(const Keyspace& ks, std::string_view name, TimeMs now) {
+        auto it = ks.keys_.find(Keyspace::KeyName{key_hash(name), std::string(name)});
+        if (it == ks.keys_.end() ||
+            (it->second.expire_at_ms != 0 && it->second.expire_at_ms <= now)) {
+            return nullptr;
+        }
+        return &it->second;
+    }
+    static Entry* find(Keyspace& ks, std::string_view name, TimeMs now) {
+        return const_cast<Entry*>(find(std::as_const(ks), name, now));
+    }
+    static Keyspace::KeyName key_of(std::string_view name) {
+        return Keyspace::KeyName{key_hash(name), std::string(name)};
+    }
+    static bool erase(Keyspace& ks, std::string_view name) {
+        auto it = ks.keys_.find(key_of(name));
+        if (it == ks.keys_.end()) {
+            return false;
+        }
+        if (it->second.expire_at_ms != 0) {
+            ks.expiry_.erase({it->second.expire_at_ms, it->first});
+        }
+        ks.keys_.erase(it);
+        return true;
+    }
+    // Sets the deadline (0: none) of an existing key; a deadline <= now deletes it.
+    static void set_expiry(Keyspace& ks, std::string_view name, TimeMs at, TimeMs now) {
+        auto it = ks.keys_.find(key_of(name));
+        RL_ASSERT(it != ks.keys_.end());
+        if (at != 0 && at <= now) {
+            erase(ks, name);
+            return;
+        }
+        if (it->second.expire_at_ms != 0) {
+            ks.expiry_.erase({it->second.expire_at_ms, it->first});
+        }
+        it->second.expire_at_ms = at;
+        if (at != 0) {
+            ks.expiry_.emplace(at, it->first);
+        }
+    }
+    // Stores a string, keeping the old deadline when keep_ttl, else setting `at` (0: none).
+    static void put_string(Keyspace& ks,
+                           std::string_view name,
+                           std::string value,
+                           TimeMs at,
+                           bool keep_ttl,
+                           TimeMs now) {
+        auto [it, inserted] = ks.keys_.try_emplace(key_of(name));
+        it->second.value = std::move(value);
+        if (!keep_ttl || inserted) {
+            set_expiry(ks, name, at, now);
+        }
+    }
+    static const std::string* as_string(const Entry* e) {
+        return e == nullptr ? nullptr : std::get_if<std::string>(&e->value);
+    }
+    static bool wrong_type_string(const Entry* e) {
+        return e != nullptr && !std::holds_alternative<std::string>(e->value);
+    }
+    static bool wrong_type_hash(const Entry* e) {
+        return e != nullptr && !std::holds_alternative<Hash>(e->value);
+    }
+
+    // Reads.
+    static Value get(const Keyspace& ks, const Argv& a, TimeMs now);
+    static Value mget(const Keyspace& ks, const Argv& a, TimeMs now);
+    static Value strlen(const Keyspace& ks, const Argv& a, TimeMs now);
+    static Value exists(const Keyspace& ks, const Argv& a, TimeMs now);
+    static Value ttl(const Keyspace& ks, const Argv& a, TimeMs now, bool ms);
+    static Value type(const Keyspace& ks, const Argv& a, TimeMs now);
+    static Value keys(const Keyspace& ks, const Argv& a, TimeMs now);
+    static Value scan(const Keyspace& ks, const Argv& a, TimeMs now);
+    static Value hash_read(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view name);
+    static Value script_exists(const Keyspace& ks, const Argv& a);
+
+    // Writes.
+    static Value set(Keyspace& ks, const Argv& a, TimeMs now);
+    static Value setnx(Keyspace& ks, const Argv& a, TimeMs now);
+    static Value getset(Keyspace& ks, const Argv& a, TimeMs now);
+    static Value getdel(Keyspace& ks, const Argv& a, TimeMs now);
+    static Value mset(Keyspace& ks, const Argv& a, TimeMs now);
+    static Value incr_by(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name);
+    static Value append(Keyspace& ks, const Argv& a, TimeMs now);
+    static Value del(Keyspace& ks, const Argv& a, TimeMs now);
+    static Value delex(Keyspace& ks, const Argv& a, TimeMs now);
+    static Value expire(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name);
+    static Value persist(Keyspace& ks, const Argv& a, TimeMs now);
+    static Value flush(Keyspace& ks, const Argv& a);
+    static Value hset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name);
+    static Value hsetnx(Keyspace& ks, const Argv& a, TimeMs now);
+    static Value hdel(Keyspace& ks, const Argv& a, TimeMs now);
+    static Value hincrby(Keyspace& ks, const Argv& a, TimeMs now);
+    static Value script(Keyspace& ks, const Argv& a);
+    static Value eval(Keyspace& ks, const Argv& a, TimeMs now, bool by_sha, int depth);
+};
+
+// --- reads --------------------------------------------------------------------------------------
+
+Value Commands::get(const Keyspace& ks, const Argv& a, TimeMs now) {
+    const Entry* e = find(ks, a[1], now);
+    if (wrong_type_string(e)) {
+        return err(kWrongType);
+    }
+    const std::string* s = as_string(e);
+    return s == nullptr ? Value::null() : Value::bulk(*s);
+}
+
+Value Commands::mget(const Keyspace& ks, const Argv& a, TimeMs now) {
+    std::vector<Value> out;
+    for (size_t i = 1; i < a.size(); ++i) {
+        const std::string* s = as_string(find(ks, a[i], now));
+        out.push_back(s == nullptr ? Value::null() : Value::bulk(*s));
+    }
+    return Value::array(std::move(out));
+}
+
+Value Commands::strlen(const Keyspace& ks, const Argv& a, TimeMs now) {
+    const Entry* e = find(ks, a[1], now);
+    if (wrong_type_string(e)) {
+        return err(kWrongType);
+    }
+    const std::string* s = as_string(e);
+    return Value::integer_of(s == nullptr ? 0 : static_cast<int64_t>(s->size()));
+}
+
+Value Commands::exists(const Keyspace& ks, const Argv& a, TimeMs now) {
+    int64_t n = 0;
+    for (size_t i = 1; i < a.size(); ++i) {
+        n += find(ks, a[i], now) != nullptr ? 1 : 0;
+    }
+    return Value::integer_of(n);
+}
+
+Value Commands::ttl(const Keyspace& ks, const Argv& a, TimeMs now, bool ms) {
+    const Entry* e = find(ks, a[1], now);
+    if (e == nullptr) {
+        return Value::integer_of(-2);
+    }
+    if (e->expire_at_ms == 0) {
+        return Value::integer_of(-1);
+    }
+    const int64_t left = e->expire_at_ms - now;
+    return Value::integer_of(ms ? left : (left + 500) / 1000);
+}
+
+Value Commands::type(const Keyspace& ks, const Argv& a, TimeMs now) {
+    const Entry* e = find(ks, a[1], now);
+    if (e == nullptr) {
+        return Value::simple("none");
+    }
+    return Value::simple(std::holds_alternative<std::string>(e->value) ? "string" : "hash");
+}
+
+Value Commands::keys(const Keyspace& ks, const Argv& a, TimeMs now) {
+    std::vector<std::string> out;
+    for (const auto& [key, entry] : ks.keys_) {
+        if ((entry.expire_at_ms == 0 || entry.expire_at_ms > now) && glob_match(a[1], key.name)) {
+            out.push_back(key.name);
+        }
+    }
+    return bulks(std::move(out));
+}
+
+// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]. The cursor is the hash to go on from.
+Value Commands::scan(const Keyspace& ks, const Argv& a, TimeMs now) {
+    const std::optional<uint64_t> cursor = parse_cursor(a[1]);
+    if (!cursor) {
+        return err("ERR invalid cursor");
+    }
+    std::optional<std::string_view> pattern;
+    std::optional<std::string_view> type_name;
+    int64_t count = 10;
+    for (size_t i = 2; i < a.size(); i += 2) {
+        if (i + 1 >= a.size()) {
+            return err(kSyntaxError);
+        }
+        const std::string opt = lower(a[i]);
+        if (opt == "match") {
+            pattern = a[i + 1];
+        } else if (opt == "count") {
+            const std::optional<int64_t> n = parse_int(a[i + 1]);
+            if (!n) {
+                return err(kNotInteger);
+            }
+            if (*n < 1) {
+                return err(kSyntaxError);
+            }
+            count = *n;
+        } else if (opt == "type") {
+            type_name = a[i + 1];
+        } else {
+            return err(kSyntaxError);
+        }
+    }
+    std::vector<std::string> out;
+    auto it = ks.keys_.lower_bound(Keyspace::KeyName{*cursor, {}});
+    for (int64_t visited = 0; it != ks.keys_.end(); ++it, ++visited) {
+        // Stop only between hashes, so a cursor never lands among keys sharing one.
+        if (visited >= count && it->first.hash != std::prev(it)->first.hash) {
+            break;
+        }
+        const Entry& e = it->second;
+        if (e.expire_at_ms != 0 && e.expire_at_ms <= now) {
+            continue;
+        }
+        if (pattern && !glob_match(*pattern, it->first.name)) {
+            continue;
+        }
+        if (type_name) {
+            const bool is_string = std::holds_alternative<std::string>(e.value);
+            if (lower(*type_name) != (is_string ? "string" : "hash")) {
+                continue;
+            }
+        }
+        out.push_back(it->first.name);
+    }
+    const uint64_t next = it == ks.keys_.end() ? 0 : it->first.hash;
+    return Value::array({Value::bulk(std::to_string(next)), bulks(std::move(out))});
+}
+
+Value Commands::hash_read(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view name) {
+    const Entry* e = find(ks, a[1], now);
+    if (wrong_type_hash(e)) {
+        return err(kWrongType);
+    }
+    static const Hash kEmpty;
+    const Hash& h = e == nullptr ? kEmpty : std::get<Hash>(e->value);
+    if (name == "hget") {
+        auto f = h.find(a[2]);
+        return f == h.end() ? Value::null() : Value::bulk(f->second);
+    }
+    if (name == "hmget") {
+        std::vector<Value> out;
+        for (size_t i = 2; i < a.size(); ++i) {
+            auto f = h.find(a[i]);
+            out.push_back(f == h.end() ? Value::null() : Value::bulk(f->second));
+        }
+        return Value::array(std::move(out));
+    }
+    if (name == "hexists") {
+        return Value::integer_of(h.contains(a[2]) ? 1 : 0);
+    }
+    if (name == "hlen") {
+        return Value::integer_of(static_cast<int64_t>(h.size()));
+    }
+    std::vector<Value> out;
+    for (const auto& [field, value] : h) {
+        if (name != "hvals") {
+            out.push_back(Value::bulk(field));
+        }
+        if (name != "hkeys") {
+            out.push_back(Value::bulk(value));
+        }
+    }
+    return name == "hgetall" ? Value::map(std::move(out)) : Value::array(std::move(out));
+}
+
+Value Commands::script_exists(const Keyspace& ks, const Argv& a) {
+    std::vector<Value> out;
+    for (size_t i = 2; i < a.size(); ++i) {
+        out.push_back(Value::integer_of(ks.scripts_.contains(lower(a[i])) ? 1 : 0));
+    }
+    return Value::array(std::move(out));
+}
+
+Value Commands::read(const Keyspace& ks, const Argv& a, TimeMs now) {
+    const std::string name = lower(a[0]);
+    if (name == "get") {
+        return get(ks, a, now);
+    }
+    if (name == "mget") {
+        return mget(ks, a, now);
+    }
+    if (name == "strlen") {
+        return strlen(ks, a, now);
+    }
+    if (name == "exists") {
+        return exists(ks, a, now);
+    }
+    if (name == "ttl" || name == "pttl") {
+        return ttl(ks, a, now, name == "pttl");
+    }
+    if (name == "type") {
+        return type(ks, a, now);
+    }
+    if (name == "keys") {
+        return keys(ks, a, now);
+    }
+    if (name == "scan") {
+        return scan(ks, a, now);
+    }
+    if (name == "dbsize") {
+        return Value::integer_of(static_cast<int64_t>(ks.keys_.size()));
+    }
+    if (name == "script") {
+        return script_exists(ks, a);
+    }
+    if (name.size() > 1 && name[0] == 'h') {
+        return hash_read(ks, a, now, name);
+    }
+    RL_PANIC("a read command without a handler");
+}
+
+// --- writes -------------------------------------------------------------------------------------
+
+// SET key value [NX | XX | IFEQ cmp] [GET] [EX s | PX ms | EXAT s | PXAT ms | KEEPTTL]
+Value Commands::set(Keyspace& ks, const Argv& a, TimeMs now) {
+    bool nx = false;
+    bool xx = false;
+    bool get_old = false;
+    bool keep_ttl = false;
+    std::optional<std::string_view> ifeq;
+    std::optional<std::string> expire_opt;  // "ex", "px", "exat", "pxat"
+    std::string_view expire_arg;
+    for (size_t i = 3; i < a.size(); ++i) {
+        const std::string opt = lower(a[i]);
+        const bool has_next = i + 1 < a.size();
+        if (opt == "nx" && !xx && !ifeq) {
+            nx = true;
+        } else if (opt == "xx" && !nx && !ifeq) {
+            xx = true;
+        } else if (opt == "get") {
+            get_old = true;
+        } else if (opt == "keepttl" && !expire_opt) {
+            keep_ttl = true;
+        } else if ((opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && !keep_ttl &&
+                   !expire_opt && has_next) {
+            expire_opt = opt;
+            expire_arg = a[++i];
+        } else if (opt == "ifeq" && !nx && !xx && !ifeq && has_next) {
+            ifeq = a[++i];
+        } else {
+            return err(kSyntaxError);
+        }
+    }
+    TimeMs at = 0;
+    if (expire_opt) {
+        const std::optional<int64_t> amount = parse_int(expire_arg);
+        if (!amount) {
+            return err(kNotInteger);
+        }
+        const bool seconds = *expire_opt == "ex" || *expire_opt == "exat";
+        const bool absolute = *expire_opt == "exat" || *expire_opt == "pxat";
+        const std::optional<TimeMs> d =
+            *amount <= 0 ? std::nullopt : deadline(*amount, seconds, absolute, now);
+        if (!d) {
+            return err("ERR invalid expire time in 'set' command");
+        }
+        at = *d;
+    }
+    const Entry* e = find(ks, a[1], now);
+    if ((get_old || ifeq) && wrong_type_string(e)) {
+        return err(kWrongType);
+    }
+    const std::string* old = as_string(e);
+    Value old_reply = old == nullptr ? Value::null() : Value::bulk(*old);
+    const bool go = (nx && e == nullptr) || (xx && e != nullptr) ||
+                    (ifeq && old && *old == *ifeq) || (!nx && !xx && !ifeq);
+    if (!go) {
+        return get_old ? old_reply : Value::null();
+    }
+    put_string(ks, a[1], a[2], at, keep_ttl, now);
+    return get_old ? old_reply : Value::ok();
+}
+
+Value Commands::setnx(Keyspace& ks, const Argv& a, TimeMs now) {
+    if (find(ks, a[1], now) != nullptr) {
+        return Value::integer_of(0);
+    }
+    put_string(ks, a[1], a[2], 0, false, now);
+    return Value::integer_of(1);
+}
+
+Value Commands::getset(Keyspace& ks, const Argv& a, TimeMs now) {
+    const Entry* e = find(ks, a[1], now);
+    if (wrong_type_string(e)) {
+        return err(kWrongType);
+    }
+    const std::string* old = as_string(e);
+    Value reply = old == nullptr ? Value::null() : Value::bulk(*old);
+    put_string(ks, a[1], a[2], 0, false, now);
+    return reply;
+}
+
+Value Commands::getdel(Keyspace& ks, const Argv& a, TimeMs now) {
+    const Entry* e = find(ks, a[1], now);
+    if (wrong_type_string(e)) {
+        return err(kWrongType);
+    }
+    if (e == nullptr) {
+        return Value::null();
+    }
+    Value reply = Value::bulk(std::get<std::string>(e->value));
+    erase(ks, a[1]);
+    return reply;
+}
+
+Value Commands::mset(Keyspace& ks, const Argv& a, TimeMs now) {
+    if (a.size() % 2 != 1) {
+        return Value::error(wrong_arity("mset"));
+    }
+    for (size_t i = 1; i + 1 < a.size(); i += 2) {
+        put_string(ks, a[i], a[i + 1], 0, false, now);
+    }
+    return Value::ok();
+}
+
+Value Commands::incr_by(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name) {
+    int64_t by = name == "incr" ? 1 : name == "decr" ? -1 : 0;
+    if (name == "incrby" || name == "decrby") {
+        const std::optional<int64_t> n = parse_int(a[2]);
+        if (!n) {
+            return err(kNotInteger);
+        }
+        if (name == "decrby") {
+            if (*n == std::numeric_limits<int64_t>::min()) {
+                return err("ERR decrement would overflow");
+            }
+            by = -*n;
+        } else {
+            by = *n;
+        }
+    }
+    const Entry* e = find(ks, a[1], now);
+    if (wrong_type_string(e)) {
+        return err(kWrongType);
+    }
+    int64_t value = 0;
+    if (const std::string* s = as_string(e)) {
+        const std::optional<int64_t> v = parse_int(*s);
+        if (!v) {
+            return err(kNotInteger);
+        }
+        value = *v;
+    }
+    int64_t result = 0;
+    if (__builtin_add_overflow(value, by, &result)) {
+        return err("ERR increment or decrement would overflow");
+    }
+    put_string(ks, a[1], std::to_string(result), 0, true, now);
+    return Value::integer_of(result);
+}
+
+Value Commands::append(Keyspace& ks, const Argv& a, TimeMs now) {
+    const Entry* e = find(ks, a[1], now);
+    if (wrong_type_string(e)) {
+        return err(kWrongType);
+    }
+    const std::string* old = as_string(e);
+    const size_t size = (old == nullptr ? 0 : old->size()) + a[2].size();
+    if (size > kValueBytesMax) {
+        return err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    }
+    std::string value = old == nullptr ? std::string() : *old;
+    value += a[2];
+    put_string(ks, a[1], std::move(value), 0, true, now);
+    return Value::integer_of(static_cast<int64_t>(size));
+}
+
+Value Commands::del(Keyspace& ks, const Argv& a, TimeMs now) {
+    int64_t n = 0;
+    for (size_t i = 1; i < a.size(); ++i) {
+        if (find(ks, a[i], now) != nullptr) {
+            n += erase(ks, a[i]) ? 1 : 0;
+        }
+    }
+    return Value::integer_of(n);
+}
+
+// DELEX key [IFEQ value | IFNE value] (Redis 8.4) and DELIFEQ key value (Valkey 9).
+Value Commands::delex(Keyspace& ks, const Argv& a, TimeMs now) {
+    const bool delifeq = lower(a[0]) == "delifeq";
+    std::optional<std::pair<bool, std::string_view>> cond;  // (equal?, value)
+    if (delifeq) {
+        cond = {true, a[2]};
+    } else if (a.size() == 4) {
+        const std::string opt = lower(a[2]);
+        if (opt != "ifeq" && opt != "ifne") {
+            return err(kSyntaxError);
+        }
+        cond = {opt == "ifeq", a[3]};
+    } else if (a.size() != 2) {
+        return err(kSyntaxError);
+    }
+    const Entry* e = find(ks, a[1], now);
+    if (e == nullptr) {
+        return Value::integer_of(0);
+    }
+    if (cond) {
+        if (wrong_type_string(e)) {
+            return err(kWrongType);
+        }
+        if ((std::get<std::string>(e->value) == cond->second) != cond->first) {
+            return Value::integer_of(0);
+        }
+    }
+    erase(ks, a[1]);
+    return Value::integer_of(1);
+}
+
+// EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT key time [NX | XX | GT | LT]
+Value Commands::expire(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name) {
+    const std::optional<int64_t> amount = parse_int(a[2]);
+    if (!amount) {
+        return err(kNotInteger);
+    }
+    bool nx = false;
+    bool xx = false;
+    bool gt = false;
+    bool lt = false;
+    for (size_t i = 3; i < a.size(); ++i) {
+        const std::string opt = lower(a[i]);
+        if (opt == "nx") {
+            nx = true;
+        } else if (opt == "xx") {
+            xx = true;
+        } else if (opt == "gt") {
+            gt = true;
+        } else if (opt == "lt") {
+            lt = true;
+        } else {
+            return Value::error(fmt::format("ERR Unsupported option {}", a[i]));
+        }
+    }
+    if (nx && (xx || gt || lt)) {
+        return err("ERR NX and XX, GT or LT options at the same time are not compatible");
+    }
+    if (gt && lt) {
+        return err("ERR GT and LT options at the same time are not compatible");
+    }
+    const bool seconds = name == "expire" || name == "expireat";
+    const bool absolute = name == "expireat" || name == "pexpireat";
+    const std::optional<TimeMs> at = deadline(*amount, seconds, absolute, now);
+    if (!at) {
+        return Value::error(fmt::format("ERR invalid expire time in '{}' command", name));
+    }
+    const Entry* e = find(ks, a[1], now);
+    if (e == nullptr) {
+        return Value::integer_of(0);
+    }
+    const TimeMs current = e->expire_at_ms;  // 0: no TTL, which counts as infinite
+    if ((nx && current != 0) || (xx && current == 0) || (gt && (current == 0 || *at <= current)) ||
+        (lt && current != 0 && *at >= current)) {
+        return Value::integer_of(0);
+    }
+    if (*at <= now) {
+        erase(ks, a[1]);
+    } else {
+        set_expiry(ks, a[1], *at, now);
+    }
+    return Value::integer_of(1);
+}
+
+Value Commands::persist(Keyspace& ks, const Argv& a, TimeMs now) {
+    const Entry* e = find(ks, a[1], now);
+    if (e == nullptr || e->expire_at_ms == 0) {
+        return Value::integer_of(0);
+    }
+    set_expiry(ks, a[1], 0, now);
+    return Value::integer_of(1);
+}
+
+Value Commands::flush(Keyspace& ks, const Argv& a) {
+    if (a.size() > 2 || (a.size() == 2 && !iequals(a[1], "async") && !iequals(a[1], "sync"))) {
+        return err(kSyntaxError);
+    }
+    ks.keys_.clear();
+    ks.expiry_.clear();
+    return Value::ok();
+}
+
+// HSET / HMSET key field value [field value ...]
+Value Commands::hset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name) {
+    if (a.size() % 2 != 0) {
+        return Value::error(wrong_arity(name));
+    }
+    Entry* e = find(ks, a[1], now);
+    if (wrong_type_hash(e)) {
+        return err(kWrongType);
+    }
+    if (e == nullptr) {
+        e = &ks.keys_.try_emplace(key_of(a[1])).first->second;
+        e->value = Hash{};
+    }
+    Hash& h = std::get<Hash>(e->value);
+    int64_t added = 0;
+    for (size_t i = 2; i + 1 < a.size(); i += 2) {
+        added += h.insert_or_assign(a[i], a[i + 1]).second ? 1 : 0;
+    }
+    return name == "hmset" ? Value::ok() : Value::integer_of(added);
+}
+
+Value Commands::hsetnx(Keyspace& ks, const Argv& a, TimeMs now) {
+    Entry* e = find(ks, a[1], now);
+    if (wrong_type_hash(e)) {
+        return err(kWrongType);
+    }
+    if (e == nullptr) {
+        e = &ks.keys_.try_emplace(key_of(a[1])).first->second;
+        e->value = Hash{};
+    }
+    return Value::integer_of(std::get<Hash>(e->value).try_emplace(a[2], a[3]).second ? 1 : 0);
+}
+
+Value Commands::hdel(Keyspace& ks, const Argv& a, TimeMs now) {
+    Entry* e = find(ks, a[1], now);
+    if (wrong_type_hash(e)) {
+        return err(kWrongType);
+    }
+    if (e == nullptr) {
+        return Value::integer_of(0);
+    }
+    Hash& h = std::get<Hash>(e->value);
+    int64_t n = 0;
+    for (size_t i = 2; i < a.size(); ++i) {
+        n += static_cast<int64_t>(h.erase(a[i]));
+    }
+    if (h.empty()) {
+        erase(ks, a[1]);
+    }
+    return Value::integer_of(n);
+}
+
+Value Commands::hincrby(Keyspace& ks, const Argv& a, TimeMs now) {
+    const std::optional<int64_t> by = parse_int(a[3]);
+    if (!by) {
+        return err(kNotInteger);
+    }
+    Entry* e = find(ks, a[1], now);
+    if (wrong_type_hash(e)) {
+        return err(kWrongType);
+    }
+    int64_t value = 0;
+    if (e != nullptr) {
+        const Hash& h = std::get<Hash>(e->value);
+        if (auto f = h.find(a[2]); f != h.end()) {
+            const std::optional<int64_t> v = parse_int(f->second);
+            if (!v) {
+                return err("ERR hash value is not an integer");
+            }
+            value = *v;
+        }
+    }
+    int64_t result = 0;
+    if (__builtin_add_overflow(value, *by, &result)) {
+        return err("ERR increment or decrement would overflow");
+    }
+    if (e == nullptr) {
+        e = &ks.keys_.try_emplace(key_of(a[1])).first->second;
+        e->value = Hash{};
+    }
+    std::get<Hash>(e->value)[a[2]] = std::to_string(result);
+    return Value::integer_of(result);
+}
+
+// SCRIPT LOAD body | SCRIPT FLUSH [ASYNC | SYNC] (SCRIPT EXISTS is a read).
+Value Commands::script(Keyspace& ks, const Argv& a) {
+    const std::string sub = lower(a[1]);
+    if (sub == "flush") {
+        if (a.size() > 3 || (a.size() == 3 && !iequals(a[2], "async") && !iequals(a[2], "sync"))) {
+            return err("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+        }
+        ks.scripts_.clear();
+        return Value::ok();
+    }
+    RL_ASSERT(sub == "load");
+    std::string problem = check_script(a[2]);
+    if (!problem.empty()) {
+        return Value::error(std::move(problem));
+    }
+    std::string sha = sha1_hex(a[2]);
+    if (!ks.scripts_.contains(sha)) {
+        if (ks.scripts_.size() >= kScriptsMax) {
+            return Value::error(fmt::format(
+                "ERR raftlock: the script cache is full ({} scripts); SCRIPT FLUSH", kScriptsMax));
+        }
+        ks.scripts_.emplace(sha, a[2]);
+    }
+    return Value::bulk(std::move(sha));
+}
+
+// EVAL script numkeys key... arg... | EVALSHA sha1 numkeys key... arg...
+Value Commands::eval(Keyspace& ks, const Argv& a, TimeMs now, bool by_sha, int depth) {
+    const std::optional<int64_t> numkeys = parse_int(a[2]);
+    if (!numkeys) {
+        return err(kNotInteger);
+    }
+    if (*numkeys < 0) {
+        return err("ERR Number of keys can't be negative");
+    }
+    if (static_cast<uint64_t>(*numkeys) > a.size() - 3) {
+        return err("ERR Number of keys can't be greater than number of args");
+    }
+    std::string body;
+    if (by_sha) {
+        auto it = ks.scripts_.find(lower(a[1]));
+        if (it == ks.scripts_.end()) {
+            return err("NOSCRIPT No matching script. Please use EVAL.");
+        }
+        body = it->second;
+    } else {
+        body = a[1];
+        std::string sha = sha1_hex(body);
+        if (!ks.scripts_.contains(sha) && ks.scripts_.size() < kScriptsMax) {
+            std::string problem = check_script(body);
+            if (!problem.empty()) {
+                return Value::error(std::move(problem));
+            }
+            ks.scripts_.emplace(std::move(sha), body);
+        }
+    }
+    const auto first_arg = a.begin() + 3 + *numkeys;
+    const std::vector<std::string> keys(a.begin() + 3, first_arg);
+    const std::vector<std::string> args(first_arg, a.end());
+    const ScriptCall call = [&ks, now, depth](const Argv& argv) -> Value {
+        if (argv.empty()) {
+            return err("ERR Please specify at least one argument for this redis lib call");
+        }
+        const CommandSpec* spec = find_command(argv[0]);
+        if (spec == nullptr) {
+            return err("ERR Unknown Redis command called from script");
+        }
+        if (!spec->scriptable) {
+            return err("ERR This Redis command is not allowed from script");
+        }
+        if (!arity_ok(spec->arity, argv.size())) {
+            return Value::error(wrong_arity(spec->name));
+        }
+        return write(ks, argv, now, depth + 1);
+    };
+    return run_script(body, keys, args, call);
+}
+
+Value Commands::write(Keyspace& ks, const Argv& a, TimeMs now, int depth) {
+    RL_ASSERT(depth <= 1);
+    const std::string name = lower(a[0]);
+    const CommandSpec* spec = find_command(name);
+    RL_ASSERT(spec != nullptr && spec->route != Route::kConnection);
+    if (route_of(a) == Route::kRead) {
+        return read(ks, a, now);
+    }
+    if (name == "set") {
+        return set(ks, a, now);
+    }
+    if (name == "setnx") {
+        return setnx(ks, a, now);
+    }
+    if (name == "getset") {
+        return getset(ks, a, now);
+    }
+    if (name == "getdel") {
+        return getdel(ks, a, now);
+    }
+    if (name == "mset") {
+        return mset(ks, a, now);
+    }
+    if (name == "incr" || name == "incrby" || name == "decr" || name == "decrby") {
+        return incr_by(ks, a, now, name);
+    }
+    if (name == "append") {
+        return append(ks, a, now);
+    }
+    if (name == "del" || name == "unlink") {
+        return del(ks, a, now);
+    }
+    if (name == "delex" || name == "delifeq") {
+        return delex(ks, a, now);
+    }
+    if (name == "expire" || name == "pexpire" || name == "expireat" || name == "pexpireat") {
+        return expire(ks, a, now, name);
+    }
+    if (name == "persist") {
+        return persist(ks, a, now);
+    }
+    if (name == "flushdb" || name == "flushall") {
+        return flush(ks, a);
+    }
+    if (name == "hset" || name == "hmset") {
+        return hset(ks, a, now, name);
+    }
+    if (name == "hsetnx") {
+        return hsetnx(ks, a, now);
+    }
+    if (name == "hdel") {
+        return hdel(ks, a, now);
+    }
+    if (name == "hincrby") {
+        return hincrby(ks, a, now);
+    }
+    if (name == "script") {
+        return script(ks, a);
+    }
+    if (name == "eval" || name == "evalsha") {
+        return eval(ks, a, now, name == "evalsha", depth);
+    }
+    RL_PANIC("a write command without a handler");
+}
+
+Value Keyspace::apply(const Argv& argv, TimeMs now_ms) {
+    if (argv.empty()) {
+        return Value::error("ERR empty command");
+    }
+    if (std::optional<Value> rejected = precheck(argv)) {
+        return std::move(*rejected);
+    }
+    if (route_of(argv) == Route::kConnection) {
+        return Value::error("ERR raftlock: a connection command cannot be replicated");
+    }
+    return Commands::write(*this, argv, now_ms, 0);
+}
+
+Value Keyspace::query(const Argv& argv, TimeMs now_ms) const {
+    if (argv.empty()) {
+        return Value::error("ERR empty command");
+    }
+    if (std::optional<Value> rejected = precheck(argv)) {
+        return std::move(*rejected);
+    }
+    if (route_of(argv) != Route::kRead) {
+        return Value::error("ERR raftlock: not a read-only command");
+    }
+    return Commands::read(*this, argv, now_ms);
+}
+
+}  // namespace raftlock::statemachine::redis

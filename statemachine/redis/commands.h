@@ -1,0 +1,49 @@
+#pragma once
+
+// The Redis command table (docs/redis-mode.md): which commands exist, their arity as Redis counts
+// it (negative: at least that many), and how the front end routes each one.
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "statemachine/redis/value.h"
+
+namespace raftlock::statemachine::redis {
+
+enum class Route : uint8_t {
+    kRead = 0,    // served from the local keyspace after a ReadIndex round (linearizable)
+    kWrite,       // replicated through the log as a RedisCommand
+    kConnection,  // answered by the front end itself (PING, HELLO, MULTI, SUBSCRIBE, ...)
+};
+
+struct CommandSpec {
+    std::string_view name;  // lower case
+    int arity = 0;          // Redis's convention: n exactly, -n at least n (the name included)
+    Route route = Route::kRead;
+    bool scriptable = true;  // may run inside EVAL through redis.call
+};
+
+// Every command this mode serves, in name order.
+std::span<const CommandSpec> all_commands();
+// nullptr when Redis has no such command here. `name` in any case.
+const CommandSpec* find_command(std::string_view name);
+
+// The error Redis gives before running a command: unknown command, wrong number of arguments.
+// nullopt when argv may be dispatched.
+std::optional<Value> precheck(const Argv& argv);
+
+// Where argv goes: its command's route, refined by subcommand (SCRIPT EXISTS reads, SCRIPT LOAD
+// writes). argv must have passed precheck.
+Route route_of(const Argv& argv);
+
+// Redis's error texts, shared by the keyspace and the front end.
+inline constexpr std::string_view kSyntaxError = "ERR syntax error";
+inline constexpr std::string_view kWrongType =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline constexpr std::string_view kNotInteger = "ERR value is not an integer or out of range";
+std::string wrong_arity(std::string_view lower_name);
+std::string lower(std::string_view s);
+
+}  // namespace raftlock::statemachine::redis

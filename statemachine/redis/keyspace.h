@@ -1,0 +1,89 @@
+#pragma once
+
+// The Redis keyspace: the state machine's Redis module (DESIGN.md §4 "Modes", docs/redis-mode.md).
+//
+// Strings and hashes with TTLs, the script cache, and the at-most-once table of the servers that
+// submit Redis writes. Pure and deterministic like the rest of the state machine: time is cluster
+// time, passed in; every container is ordered.
+//
+// - Expiry: a key whose deadline is <= now is gone. expire_until(now), which the state machine
+//   calls before every entry, deletes such keys (so no read or write ever sees one), and
+//   next_expiry_ms() lets the leader propose a no-op when a deadline passes on an idle cluster.
+// - Key order is (64-bit hash of the name, name). KEYS and SCAN return keys in that order, and a
+//   SCAN cursor is a hash: a key that exists for the whole iteration is returned, whatever else is
+//   added or deleted meanwhile (Redis's SCAN guarantee).
+// - At most once: Redis writes carry no client session. The server that submits one stamps it with
+//   its origin (a random id per process) and an increasing sequence number; a write whose number is
+//   not above the last one applied from its origin was already applied, or overtaken by a later
+//   one, and is refused without effect. That makes it safe for a server to resubmit its pending
+//   writes to a new leader (Raft thesis §6.3, with the server as the client).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "raft/byte_io.h"
+#include "statemachine/redis/value.h"
+#include "statemachine/types.h"
+
+namespace raftlock::statemachine::redis {
+
+inline constexpr size_t kValueBytesMax = 4u << 20;  // a string value, after APPEND too
+inline constexpr size_t kScriptsMax = 10000;        // the script cache
+inline constexpr size_t kOriginsMax = 4096;         // the at-most-once table (least recent goes)
+
+class Keyspace final {
+public:
+    // Applies one replicated command at cluster time `now_ms` (writes and reads alike).
+    Value apply(const Argv& argv, TimeMs now_ms);
+    // A read-only command (Route::kRead) against the current state, served after ReadIndex.
+    Value query(const Argv& argv, TimeMs now_ms) const;
+
+    // At most once: true when (origin, seq) is new, and records it at `index`.
+    bool admit(uint64_t origin, uint64_t seq, Index index);
+
+    // Deletes every key whose deadline is <= now_ms.
+    void expire_until(TimeMs now_ms);
+    std::optional<TimeMs> next_expiry_ms() const;
+
+    size_t key_count() const { return keys_.size(); }
+    size_t script_count() const { return scripts_.size(); }
+
+    void write(Writer& w) const;
+    // Replaces nothing on failure: reads into *this, which the caller created empty.
+    bool read(Reader& r);
+    // Empty when the expiry index matches the keys and every limit holds.
+    std::string check_invariants() const;
+
+    struct KeyName {
+        uint64_t hash = 0;
+        std::string name;
+        auto operator<=>(const KeyName&) const = default;
+    };
+    using Hash = std::map<std::string, std::string>;
+    struct Entry {
+        std::variant<std::string, Hash> value;
+        TimeMs expire_at_ms = 0;  // 0: no TTL
+    };
+    struct Origin {
+        uint64_t last_seq = 0;
+        Index last_index = 0;
+    };
+
+private:
+    friend class Commands;
+
+    std::map<KeyName, Entry> keys_;
+    std::set<std::pair<TimeMs, KeyName>> expiry_;  // (deadline, key) of every key with a TTL
+    std::map<std::string, std::string> scripts_;   // sha1 hex -> body
+    std::map<uint64_t, Origin> origins_;
+};
+
+// The key order's hash: 64-bit FNV-1a (stable across builds and machines).
+uint64_t key_hash(std::string_view name);
+
+}  // namespace raftlock::statemachine::redis

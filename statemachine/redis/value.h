@@ -1,0 +1,60 @@
+#pragma once
+
+// A Redis reply as the keyspace produces it, in RESP3's shape (docs/redis-mode.md). The state
+// machine builds these deterministically; the RESP front end (net/resp_codec.h) writes them as
+// RESP2 or RESP3, whichever the connection chose with HELLO. Scripts (lua_script.h) convert to and
+// from it with Redis's rules.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace raftlock::statemachine::redis {
+
+struct Value {
+    enum class Kind : uint8_t {
+        kNull = 0,   // RESP2 "$-1" (a missing key); RESP3 "_"
+        kNullArray,  // RESP2 "*-1" (EXEC aborted by WATCH); RESP3 "_"
+        kSimple,     // "+OK"
+        kError,      // "-ERR ..." (text holds everything after the '-': "ERR ...", "WRONGTYPE ...")
+        kInteger,    // ":1"
+        kBulk,       // "$3\r\nabc"
+        kArray,      // "*n"
+        kMap,        // RESP3 "%n" (items alternate key, value); RESP2 a flat array of 2n items
+        kPush,       // RESP3 ">n" (pub/sub messages); RESP2 an array
+    };
+
+    Kind kind = Kind::kNull;
+    int64_t integer = 0;
+    std::string text;          // kSimple, kError, kBulk
+    std::vector<Value> items;  // kArray, kMap, kPush
+
+    static Value null() { return Value{}; }
+    static Value null_array() { return Value{Kind::kNullArray, 0, {}, {}}; }
+    static Value simple(std::string s) { return Value{Kind::kSimple, 0, std::move(s), {}}; }
+    static Value ok() { return simple("OK"); }
+    // `message` starts with the error code, as Redis words it: "ERR syntax error".
+    static Value error(std::string message) {
+        return Value{Kind::kError, 0, std::move(message), {}};
+    }
+    static Value integer_of(int64_t n) { return Value{Kind::kInteger, n, {}, {}}; }
+    static Value bulk(std::string s) { return Value{Kind::kBulk, 0, std::move(s), {}}; }
+    static Value array(std::vector<Value> items) {
+        return Value{Kind::kArray, 0, {}, std::move(items)};
+    }
+    static Value map(std::vector<Value> items) {
+        return Value{Kind::kMap, 0, {}, std::move(items)};
+    }
+    static Value push(std::vector<Value> items) {
+        return Value{Kind::kPush, 0, {}, std::move(items)};
+    }
+
+    bool is_error() const { return kind == Kind::kError; }
+    friend bool operator==(const Value&, const Value&) = default;
+};
+
+// Redis's argument vector: argv[0] is the command name (any case), the rest its arguments.
+using Argv = std::vector<std::string>;
+
+}  // namespace raftlock::statemachine::redis

@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""Kill -9 the leader while redis-py clients work (issue 8): no acknowledged write may be lost.
+
+Each worker loops: take a redis-py Lock, INCR a counter, SET a key of its own, release. Any
+error (a connection killed with its node, TRYAGAIN while there is no leader) moves the worker to
+the next node; an INCR that failed may or may not have applied. The main process kills the leader
+with SIGKILL after a while (scripts/cluster.sh kill), restarts it later, and at the end checks:
+  - every SET that was acknowledged is there (and on every node);
+  - acknowledged INCRs <= counter <= acknowledged + failed INCRs.
+
+    failover.py --cluster "CMD" PORT PORT PORT
+"""
+import argparse
+import multiprocessing
+import subprocess
+import sys
+import time
+
+import redis
+
+
+def worker(index, ports, seconds, results):
+    acked_incr = failed_incr = 0
+    acked_keys = []
+    node = index % len(ports)
+    deadline = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < deadline:
+        r = redis.Redis(port=ports[node], socket_timeout=15, socket_connect_timeout=2)
+        try:
+            with r.lock("failover-lock", timeout=20, blocking_timeout=30, sleep=0.01):
+                try:
+                    r.incr("counter")
+                    acked_incr += 1
+                except redis.RedisError:
+                    failed_incr += 1
+                    raise
+                n += 1
+                key = f"w:{index}:{n}"
+                r.set(key, "x")
+                acked_keys.append(key)
+        except redis.RedisError:
+            node = (node + 1) % len(ports)
+            time.sleep(0.05)
+    results.put((acked_incr, failed_incr, acked_keys))
+
+
+def leader_slot(cluster_cmd):
+    out = subprocess.run(cluster_cmd + ["status"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "role=leader" in line:
+            return line.split()[1].rstrip(":")
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cluster", required=True, help="the scripts/cluster.sh command line")
+    parser.add_argument("--workers", type=int, default=6)
+    parser.add_argument("--seconds", type=float, default=8)
+    parser.add_argument("ports", type=int, nargs="+")
+    args = parser.parse_args()
+    cluster = args.cluster.split()
+
+    results = multiprocessing.Queue()
+    procs = [multiprocessing.Process(target=worker, args=(i, args.ports, args.seconds, results))
+             for i in range(args.workers)]
+    for p in procs:
+        p.start()
+    time.sleep(args.seconds / 4)
+    victim = leader_slot(cluster)
+    if victim is None:
+        print("FAIL: no leader to kill", file=sys.stderr)
+        return 1
+    subprocess.run(cluster + ["kill", victim], check=True, capture_output=True)
+    killed_at = time.monotonic()
+    print(f"killed the leader, node {victim}")
+    time.sleep(args.seconds / 4)
+    subprocess.run(cluster + ["start", victim], check=True, capture_output=True)
+    print(f"restarted node {victim} after {time.monotonic() - killed_at:.1f} s")
+
+    outcomes = [results.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join()
+    acked = sum(o[0] for o in outcomes)
+    failed = sum(o[1] for o in outcomes)
+    keys = [k for o in outcomes for k in o[2]]
+
+    status = 0
+    # Reads are linearizable on every node: each must have every acknowledged key. The restarted
+    # node may still be catching up; a read there waits for ReadIndex, so it sees them too.
+    for port in args.ports:
+        r = redis.Redis(port=port, socket_timeout=15)
+        for attempt in range(50):
+            try:
+                present = r.exists(*keys) if keys else 0
+                counter = int(r.get("counter") or 0)
+                break
+            except redis.RedisError:
+                time.sleep(0.2)
+        else:
+            print(f"FAIL: node on port {port} never answered", file=sys.stderr)
+            return 1
+        if present != len(keys):
+            print(f"FAIL: port {port}: {len(keys) - present} acknowledged SETs lost",
+                  file=sys.stderr)
+            status = 1
+        if not acked <= counter <= acked + failed:
+            print(f"FAIL: port {port}: counter {counter} outside [{acked}, {acked + failed}]",
+                  file=sys.stderr)
+            status = 1
+    print(f"{acked} acknowledged INCRs, {failed} failed, counter {counter}; "
+          f"{len(keys)} acknowledged SETs all present on {len(args.ports)} nodes"
+          if status == 0 else "failover: FAILED")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
