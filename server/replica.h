@@ -202,6 +202,7 @@ private:
 
     // replica_clients.cc: client requests.
     void submit_write(net::ConnectionId conn, proto::Request& request);
+    void drop_pending_writes(net::ConnectionId conn);
     void route_write(const WriteKey& key, PendingWrite& pending);
     bool propose_command(statemachine::Command command);
     void add_read(net::ConnectionId conn, proto::Request&& request);

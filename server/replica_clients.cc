@@ -31,8 +31,15 @@ void Replica::on_client_close(net::ConnectionId id) {
             }
         }
     }
-    // Writes already submitted still apply (the client may retry them elsewhere); only the reply
-    // has nowhere to go. Waits stay in the state machine until granted, timed out or cancelled.
+    // Waits stay in the state machine until granted, timed out or cancelled.
+    drop_pending_writes(id);
+    std::erase_if(waiting_, [id](const auto& w) { return w.second.conn == id; });
+    connections_.erase(c);
+}
+
+// Writes already submitted still apply (the client may retry them elsewhere); only the reply has
+// nowhere to go.
+void Replica::drop_pending_writes(net::ConnectionId id) {
     for (auto it = pending_writes_.begin(); it != pending_writes_.end();) {
         if (it->second.conn == id) {
             forward_tags_.erase(it->second.forward_tag);
@@ -41,8 +48,6 @@ void Replica::on_client_close(net::ConnectionId id) {
             ++it;
         }
     }
-    std::erase_if(waiting_, [id](const auto& w) { return w.second.conn == id; });
-    connections_.erase(c);
 }
 
 void Replica::on_client_request(net::ConnectionId id, proto::Request&& request) {

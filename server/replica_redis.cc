@@ -48,15 +48,7 @@ void Replica::redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&&
 }
 
 void Replica::redis_closed(net::ConnectionId id) {
-    // As for a client connection: writes already submitted still apply; their replies are dropped.
-    for (auto it = pending_writes_.begin(); it != pending_writes_.end();) {
-        if (it->second.conn == id) {
-            forward_tags_.erase(it->second.forward_tag);
-            it = pending_writes_.erase(it);
-        } else {
-            ++it;
-        }
-    }
+    drop_pending_writes(id);
 }
 
 std::string Replica::redis_replication_info() const {

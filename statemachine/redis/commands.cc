@@ -7,6 +7,7 @@
 #include <array>
 #include <charconv>
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -280,6 +281,16 @@ private:
             set_expiry(ks, name, at, now);
         }
     }
+    // The hash at `name`, created empty when missing; nullptr when the key holds another type.
+    // A new hash must get a field before the command ends (an empty hash is not kept).
+    static Hash* hash_for_write(Keyspace& ks, std::string_view name, TimeMs now) {
+        Entry* e = find(ks, name, now);
+        if (e == nullptr) {
+            e = &ks.keys_.try_emplace(key_of(name)).first->second;
+            e->value = Hash{};
+        }
+        return std::get_if<Hash>(&e->value);
+    }
     static const std::string* as_string(const Entry* e) {
         return e == nullptr ? nullptr : std::get_if<std::string>(&e->value);
     }
@@ -291,41 +302,42 @@ private:
     }
 
     // Reads.
-    static Value get(const Keyspace& ks, const Argv& a, TimeMs now);
-    static Value mget(const Keyspace& ks, const Argv& a, TimeMs now);
-    static Value strlen(const Keyspace& ks, const Argv& a, TimeMs now);
-    static Value exists(const Keyspace& ks, const Argv& a, TimeMs now);
-    static Value ttl(const Keyspace& ks, const Argv& a, TimeMs now, bool ms);
-    static Value type(const Keyspace& ks, const Argv& a, TimeMs now);
-    static Value keys(const Keyspace& ks, const Argv& a, TimeMs now);
-    static Value scan(const Keyspace& ks, const Argv& a, TimeMs now);
+    static Value get(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
+    static Value mget(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
+    static Value strlen(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
+    static Value exists(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
+    static Value ttl(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view name);
+    static Value type(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
+    static Value keys(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
+    static Value scan(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
     static Value hash_read(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view name);
-    static Value script_exists(const Keyspace& ks, const Argv& a);
+    static Value script_exists(const Keyspace& ks, const Argv& a, TimeMs, std::string_view);
+    static Value dbsize(const Keyspace& ks, const Argv&, TimeMs, std::string_view);
 
     // Writes.
-    static Value set(Keyspace& ks, const Argv& a, TimeMs now);
-    static Value setnx(Keyspace& ks, const Argv& a, TimeMs now);
-    static Value getset(Keyspace& ks, const Argv& a, TimeMs now);
-    static Value getdel(Keyspace& ks, const Argv& a, TimeMs now);
-    static Value mset(Keyspace& ks, const Argv& a, TimeMs now);
-    static Value incr_by(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name);
-    static Value append(Keyspace& ks, const Argv& a, TimeMs now);
-    static Value del(Keyspace& ks, const Argv& a, TimeMs now);
-    static Value delex(Keyspace& ks, const Argv& a, TimeMs now);
-    static Value expire(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name);
-    static Value persist(Keyspace& ks, const Argv& a, TimeMs now);
-    static Value flush(Keyspace& ks, const Argv& a);
-    static Value hset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name);
-    static Value hsetnx(Keyspace& ks, const Argv& a, TimeMs now);
-    static Value hdel(Keyspace& ks, const Argv& a, TimeMs now);
-    static Value hincrby(Keyspace& ks, const Argv& a, TimeMs now);
-    static Value script(Keyspace& ks, const Argv& a);
-    static Value eval(Keyspace& ks, const Argv& a, TimeMs now, bool by_sha, int depth);
+    static Value set(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
+    static Value setnx(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
+    static Value getset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
+    static Value getdel(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
+    static Value mset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
+    static Value incr_by(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int);
+    static Value append(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
+    static Value del(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
+    static Value delex(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
+    static Value expire(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int);
+    static Value persist(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
+    static Value flush(Keyspace& ks, const Argv& a, TimeMs, std::string_view, int);
+    static Value hset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int);
+    static Value hsetnx(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
+    static Value hdel(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
+    static Value hincrby(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
+    static Value script(Keyspace& ks, const Argv& a, TimeMs, std::string_view, int);
+    static Value eval(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int depth);
 };
 
 // --- reads --------------------------------------------------------------------------------------
 
-Value Commands::get(const Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::get(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view) {
     const Entry* e = find(ks, a[1], now);
     if (wrong_type_string(e)) {
         return err(kWrongType);
@@ -334,7 +346,7 @@ Value Commands::get(const Keyspace& ks, const Argv& a, TimeMs now) {
     return s == nullptr ? Value::null() : Value::bulk(*s);
 }
 
-Value Commands::mget(const Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::mget(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view) {
     std::vector<Value> out;
     for (size_t i = 1; i < a.size(); ++i) {
         const std::string* s = as_string(find(ks, a[i], now));
@@ -343,7 +355,7 @@ Value Commands::mget(const Keyspace& ks, const Argv& a, TimeMs now) {
     return Value::array(std::move(out));
 }
 
-Value Commands::strlen(const Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::strlen(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view) {
     const Entry* e = find(ks, a[1], now);
     if (wrong_type_string(e)) {
         return err(kWrongType);
@@ -352,7 +364,7 @@ Value Commands::strlen(const Keyspace& ks, const Argv& a, TimeMs now) {
     return Value::integer_of(s == nullptr ? 0 : static_cast<int64_t>(s->size()));
 }
 
-Value Commands::exists(const Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::exists(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view) {
     int64_t n = 0;
     for (size_t i = 1; i < a.size(); ++i) {
         n += find(ks, a[i], now) != nullptr ? 1 : 0;
@@ -360,7 +372,7 @@ Value Commands::exists(const Keyspace& ks, const Argv& a, TimeMs now) {
     return Value::integer_of(n);
 }
 
-Value Commands::ttl(const Keyspace& ks, const Argv& a, TimeMs now, bool ms) {
+Value Commands::ttl(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view name) {
     const Entry* e = find(ks, a[1], now);
     if (e == nullptr) {
         return Value::integer_of(-2);
@@ -369,10 +381,10 @@ Value Commands::ttl(const Keyspace& ks, const Argv& a, TimeMs now, bool ms) {
         return Value::integer_of(-1);
     }
     const int64_t left = e->expire_at_ms - now;
-    return Value::integer_of(ms ? left : (left + 500) / 1000);
+    return Value::integer_of(name == "pttl" ? left : (left + 500) / 1000);
 }
 
-Value Commands::type(const Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::type(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view) {
     const Entry* e = find(ks, a[1], now);
     if (e == nullptr) {
         return Value::simple("none");
@@ -380,7 +392,7 @@ Value Commands::type(const Keyspace& ks, const Argv& a, TimeMs now) {
     return Value::simple(std::holds_alternative<std::string>(e->value) ? "string" : "hash");
 }
 
-Value Commands::keys(const Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::keys(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view) {
     std::vector<std::string> out;
     for (const auto& [key, entry] : ks.keys_) {
         if ((entry.expire_at_ms == 0 || entry.expire_at_ms > now) && glob_match(a[1], key.name)) {
@@ -391,7 +403,7 @@ Value Commands::keys(const Keyspace& ks, const Argv& a, TimeMs now) {
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]. The cursor is the hash to go on from.
-Value Commands::scan(const Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::scan(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view) {
     const std::optional<uint64_t> cursor = parse_cursor(a[1]);
     if (!cursor) {
         return err("ERR invalid cursor");
@@ -484,7 +496,7 @@ Value Commands::hash_read(const Keyspace& ks, const Argv& a, TimeMs now, std::st
     return name == "hgetall" ? Value::map(std::move(out)) : Value::array(std::move(out));
 }
 
-Value Commands::script_exists(const Keyspace& ks, const Argv& a) {
+Value Commands::script_exists(const Keyspace& ks, const Argv& a, TimeMs, std::string_view) {
     std::vector<Value> out;
     for (size_t i = 2; i < a.size(); ++i) {
         out.push_back(Value::integer_of(ks.scripts_.contains(lower(a[i])) ? 1 : 0));
@@ -492,48 +504,30 @@ Value Commands::script_exists(const Keyspace& ks, const Argv& a) {
     return Value::array(std::move(out));
 }
 
+Value Commands::dbsize(const Keyspace& ks, const Argv&, TimeMs, std::string_view) {
+    return Value::integer_of(static_cast<int64_t>(ks.keys_.size()));
+}
+
 Value Commands::read(const Keyspace& ks, const Argv& a, TimeMs now) {
+    using Handler = Value (*)(const Keyspace&, const Argv&, TimeMs, std::string_view);
+    static const std::map<std::string_view, Handler> kHandlers = {
+        {"dbsize", dbsize},     {"exists", exists},  {"get", get},
+        {"hexists", hash_read}, {"hget", hash_read}, {"hgetall", hash_read},
+        {"hkeys", hash_read},   {"hlen", hash_read}, {"hmget", hash_read},
+        {"hvals", hash_read},   {"keys", keys},      {"mget", mget},
+        {"pttl", ttl},          {"scan", scan},      {"script", script_exists},
+        {"strlen", strlen},     {"ttl", ttl},        {"type", type},
+    };
     const std::string name = lower(a[0]);
-    if (name == "get") {
-        return get(ks, a, now);
-    }
-    if (name == "mget") {
-        return mget(ks, a, now);
-    }
-    if (name == "strlen") {
-        return strlen(ks, a, now);
-    }
-    if (name == "exists") {
-        return exists(ks, a, now);
-    }
-    if (name == "ttl" || name == "pttl") {
-        return ttl(ks, a, now, name == "pttl");
-    }
-    if (name == "type") {
-        return type(ks, a, now);
-    }
-    if (name == "keys") {
-        return keys(ks, a, now);
-    }
-    if (name == "scan") {
-        return scan(ks, a, now);
-    }
-    if (name == "dbsize") {
-        return Value::integer_of(static_cast<int64_t>(ks.keys_.size()));
-    }
-    if (name == "script") {
-        return script_exists(ks, a);
-    }
-    if (name.size() > 1 && name[0] == 'h') {
-        return hash_read(ks, a, now, name);
-    }
-    RL_PANIC("a read command without a handler");
+    auto it = kHandlers.find(name);
+    RL_ASSERT_MSG(it != kHandlers.end(), "a read command without a handler");
+    return it->second(ks, a, now, name);
 }
 
 // --- writes -------------------------------------------------------------------------------------
 
 // SET key value [NX | XX | IFEQ cmp] [GET] [EX s | PX ms | EXAT s | PXAT ms | KEEPTTL]
-Value Commands::set(Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::set(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     bool nx = false;
     bool xx = false;
     bool get_old = false;
@@ -592,7 +586,7 @@ Value Commands::set(Keyspace& ks, const Argv& a, TimeMs now) {
     return get_old ? old_reply : Value::ok();
 }
 
-Value Commands::setnx(Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::setnx(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     if (find(ks, a[1], now) != nullptr) {
         return Value::integer_of(0);
     }
@@ -600,7 +594,7 @@ Value Commands::setnx(Keyspace& ks, const Argv& a, TimeMs now) {
     return Value::integer_of(1);
 }
 
-Value Commands::getset(Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::getset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     const Entry* e = find(ks, a[1], now);
     if (wrong_type_string(e)) {
         return err(kWrongType);
@@ -611,7 +605,7 @@ Value Commands::getset(Keyspace& ks, const Argv& a, TimeMs now) {
     return reply;
 }
 
-Value Commands::getdel(Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::getdel(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     const Entry* e = find(ks, a[1], now);
     if (wrong_type_string(e)) {
         return err(kWrongType);
@@ -624,7 +618,7 @@ Value Commands::getdel(Keyspace& ks, const Argv& a, TimeMs now) {
     return reply;
 }
 
-Value Commands::mset(Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::mset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     if (a.size() % 2 != 1) {
         return Value::error(wrong_arity("mset"));
     }
@@ -634,7 +628,7 @@ Value Commands::mset(Keyspace& ks, const Argv& a, TimeMs now) {
     return Value::ok();
 }
 
-Value Commands::incr_by(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name) {
+Value Commands::incr_by(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int) {
     int64_t by = name == "incr" ? 1 : name == "decr" ? -1 : 0;
     if (name == "incrby" || name == "decrby") {
         const std::optional<int64_t> n = parse_int(a[2]);
@@ -670,7 +664,7 @@ Value Commands::incr_by(Keyspace& ks, const Argv& a, TimeMs now, std::string_vie
     return Value::integer_of(result);
 }
 
-Value Commands::append(Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::append(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     const Entry* e = find(ks, a[1], now);
     if (wrong_type_string(e)) {
         return err(kWrongType);
@@ -686,7 +680,7 @@ Value Commands::append(Keyspace& ks, const Argv& a, TimeMs now) {
     return Value::integer_of(static_cast<int64_t>(size));
 }
 
-Value Commands::del(Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::del(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     int64_t n = 0;
     for (size_t i = 1; i < a.size(); ++i) {
         if (find(ks, a[i], now) != nullptr) {
@@ -697,7 +691,7 @@ Value Commands::del(Keyspace& ks, const Argv& a, TimeMs now) {
 }
 
 // DELEX key [IFEQ value | IFNE value] (Redis 8.4) and DELIFEQ key value (Valkey 9).
-Value Commands::delex(Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::delex(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     const bool delifeq = lower(a[0]) == "delifeq";
     std::optional<std::pair<bool, std::string_view>> cond;  // (equal?, value)
     if (delifeq) {
@@ -728,7 +722,7 @@ Value Commands::delex(Keyspace& ks, const Argv& a, TimeMs now) {
 }
 
 // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT key time [NX | XX | GT | LT]
-Value Commands::expire(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name) {
+Value Commands::expire(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int) {
     const std::optional<int64_t> amount = parse_int(a[2]);
     if (!amount) {
         return err(kNotInteger);
@@ -780,7 +774,7 @@ Value Commands::expire(Keyspace& ks, const Argv& a, TimeMs now, std::string_view
     return Value::integer_of(1);
 }
 
-Value Commands::persist(Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::persist(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     const Entry* e = find(ks, a[1], now);
     if (e == nullptr || e->expire_at_ms == 0) {
         return Value::integer_of(0);
@@ -789,7 +783,7 @@ Value Commands::persist(Keyspace& ks, const Argv& a, TimeMs now) {
     return Value::integer_of(1);
 }
 
-Value Commands::flush(Keyspace& ks, const Argv& a) {
+Value Commands::flush(Keyspace& ks, const Argv& a, TimeMs, std::string_view, int) {
     if (a.size() > 2 || (a.size() == 2 && !iequals(a[1], "async") && !iequals(a[1], "sync"))) {
         return err(kSyntaxError);
     }
@@ -799,39 +793,30 @@ Value Commands::flush(Keyspace& ks, const Argv& a) {
 }
 
 // HSET / HMSET key field value [field value ...]
-Value Commands::hset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name) {
+Value Commands::hset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int) {
     if (a.size() % 2 != 0) {
         return Value::error(wrong_arity(name));
     }
-    Entry* e = find(ks, a[1], now);
-    if (wrong_type_hash(e)) {
+    Hash* h = hash_for_write(ks, a[1], now);
+    if (h == nullptr) {
         return err(kWrongType);
     }
-    if (e == nullptr) {
-        e = &ks.keys_.try_emplace(key_of(a[1])).first->second;
-        e->value = Hash{};
-    }
-    Hash& h = std::get<Hash>(e->value);
     int64_t added = 0;
     for (size_t i = 2; i + 1 < a.size(); i += 2) {
-        added += h.insert_or_assign(a[i], a[i + 1]).second ? 1 : 0;
+        added += h->insert_or_assign(a[i], a[i + 1]).second ? 1 : 0;
     }
     return name == "hmset" ? Value::ok() : Value::integer_of(added);
 }
 
-Value Commands::hsetnx(Keyspace& ks, const Argv& a, TimeMs now) {
-    Entry* e = find(ks, a[1], now);
-    if (wrong_type_hash(e)) {
+Value Commands::hsetnx(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
+    Hash* h = hash_for_write(ks, a[1], now);
+    if (h == nullptr) {
         return err(kWrongType);
     }
-    if (e == nullptr) {
-        e = &ks.keys_.try_emplace(key_of(a[1])).first->second;
-        e->value = Hash{};
-    }
-    return Value::integer_of(std::get<Hash>(e->value).try_emplace(a[2], a[3]).second ? 1 : 0);
+    return Value::integer_of(h->try_emplace(a[2], a[3]).second ? 1 : 0);
 }
 
-Value Commands::hdel(Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::hdel(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     Entry* e = find(ks, a[1], now);
     if (wrong_type_hash(e)) {
         return err(kWrongType);
@@ -850,7 +835,7 @@ Value Commands::hdel(Keyspace& ks, const Argv& a, TimeMs now) {
     return Value::integer_of(n);
 }
 
-Value Commands::hincrby(Keyspace& ks, const Argv& a, TimeMs now) {
+Value Commands::hincrby(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     const std::optional<int64_t> by = parse_int(a[3]);
     if (!by) {
         return err(kNotInteger);
@@ -874,16 +859,12 @@ Value Commands::hincrby(Keyspace& ks, const Argv& a, TimeMs now) {
     if (__builtin_add_overflow(value, *by, &result)) {
         return err("ERR increment or decrement would overflow");
     }
-    if (e == nullptr) {
-        e = &ks.keys_.try_emplace(key_of(a[1])).first->second;
-        e->value = Hash{};
-    }
-    std::get<Hash>(e->value)[a[2]] = std::to_string(result);
+    (*hash_for_write(ks, a[1], now))[a[2]] = std::to_string(result);
     return Value::integer_of(result);
 }
 
 // SCRIPT LOAD body | SCRIPT FLUSH [ASYNC | SYNC] (SCRIPT EXISTS is a read).
-Value Commands::script(Keyspace& ks, const Argv& a) {
+Value Commands::script(Keyspace& ks, const Argv& a, TimeMs, std::string_view, int) {
     const std::string sub = lower(a[1]);
     if (sub == "flush") {
         if (a.size() > 3 || (a.size() == 3 && !iequals(a[2], "async") && !iequals(a[2], "sync"))) {
@@ -909,7 +890,7 @@ Value Commands::script(Keyspace& ks, const Argv& a) {
 }
 
 // EVAL script numkeys key... arg... | EVALSHA sha1 numkeys key... arg...
-Value Commands::eval(Keyspace& ks, const Argv& a, TimeMs now, bool by_sha, int depth) {
+Value Commands::eval(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int depth) {
     const std::optional<int64_t> numkeys = parse_int(a[2]);
     if (!numkeys) {
         return err(kNotInteger);
@@ -921,7 +902,7 @@ Value Commands::eval(Keyspace& ks, const Argv& a, TimeMs now, bool by_sha, int d
         return err("ERR Number of keys can't be greater than number of args");
     }
     std::string body;
-    if (by_sha) {
+    if (name == "evalsha") {
         auto it = ks.scripts_.find(lower(a[1]));
         if (it == ks.scripts_.end()) {
             return err("NOSCRIPT No matching script. Please use EVAL.");
@@ -961,68 +942,25 @@ Value Commands::eval(Keyspace& ks, const Argv& a, TimeMs now, bool by_sha, int d
 }
 
 Value Commands::write(Keyspace& ks, const Argv& a, TimeMs now, int depth) {
+    using Handler = Value (*)(Keyspace&, const Argv&, TimeMs, std::string_view, int);
+    static const std::map<std::string_view, Handler> kHandlers = {
+        {"append", append},    {"decr", incr_by},    {"decrby", incr_by},  {"del", del},
+        {"delex", delex},      {"delifeq", delex},   {"eval", eval},       {"evalsha", eval},
+        {"expire", expire},    {"expireat", expire}, {"flushall", flush},  {"flushdb", flush},
+        {"getdel", getdel},    {"getset", getset},   {"hdel", hdel},       {"hincrby", hincrby},
+        {"hmset", hset},       {"hset", hset},       {"hsetnx", hsetnx},   {"incr", incr_by},
+        {"incrby", incr_by},   {"mset", mset},       {"persist", persist}, {"pexpire", expire},
+        {"pexpireat", expire}, {"script", script},   {"set", set},         {"setnx", setnx},
+        {"unlink", del},
+    };
     RL_ASSERT(depth <= 1);
-    const std::string name = lower(a[0]);
-    const CommandSpec* spec = find_command(name);
-    RL_ASSERT(spec != nullptr && spec->route != Route::kConnection);
     if (route_of(a) == Route::kRead) {
         return read(ks, a, now);
     }
-    if (name == "set") {
-        return set(ks, a, now);
-    }
-    if (name == "setnx") {
-        return setnx(ks, a, now);
-    }
-    if (name == "getset") {
-        return getset(ks, a, now);
-    }
-    if (name == "getdel") {
-        return getdel(ks, a, now);
-    }
-    if (name == "mset") {
-        return mset(ks, a, now);
-    }
-    if (name == "incr" || name == "incrby" || name == "decr" || name == "decrby") {
-        return incr_by(ks, a, now, name);
-    }
-    if (name == "append") {
-        return append(ks, a, now);
-    }
-    if (name == "del" || name == "unlink") {
-        return del(ks, a, now);
-    }
-    if (name == "delex" || name == "delifeq") {
-        return delex(ks, a, now);
-    }
-    if (name == "expire" || name == "pexpire" || name == "expireat" || name == "pexpireat") {
-        return expire(ks, a, now, name);
-    }
-    if (name == "persist") {
-        return persist(ks, a, now);
-    }
-    if (name == "flushdb" || name == "flushall") {
-        return flush(ks, a);
-    }
-    if (name == "hset" || name == "hmset") {
-        return hset(ks, a, now, name);
-    }
-    if (name == "hsetnx") {
-        return hsetnx(ks, a, now);
-    }
-    if (name == "hdel") {
-        return hdel(ks, a, now);
-    }
-    if (name == "hincrby") {
-        return hincrby(ks, a, now);
-    }
-    if (name == "script") {
-        return script(ks, a);
-    }
-    if (name == "eval" || name == "evalsha") {
-        return eval(ks, a, now, name == "evalsha", depth);
-    }
-    RL_PANIC("a write command without a handler");
+    const std::string name = lower(a[0]);
+    auto it = kHandlers.find(name);
+    RL_ASSERT_MSG(it != kHandlers.end(), "a write command without a handler");
+    return it->second(ks, a, now, name, depth);
 }
 
 Value Keyspace::apply(const Argv& argv, TimeMs now_ms) {
