@@ -18,6 +18,10 @@ packages=(
 )
 
 missing=()
+# Node.js and npm (the Redis mode's ioredis + redlock test): the machine's own, else Debian's.
+if ! command -v npm >/dev/null; then
+    packages+=(nodejs npm)
+fi
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

@@ -3,17 +3,17 @@
 # a seed corpus of valid inputs. Exits non-zero when a target crashes (the reproducer is left in
 # build-fuzz/crashes/<target>/).
 #
-#   scripts/fuzz.sh                                  every target 20 s, the client decoder 60 s
+#   scripts/fuzz.sh                                  every target 15 s, the client decoder 60 s
 #   RAFTLOCK_FUZZ_SECONDS=300 scripts/fuzz.sh        every target 300 s
 #   RAFTLOCK_FUZZ_FRAME_SECONDS=600 scripts/fuzz.sh  the client decoder longer
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=${RAFTLOCK_FUZZ_SECONDS:-20}
+seconds=${RAFTLOCK_FUZZ_SECONDS:-15}
 # The decoder of bytes from any client on the network gets the longest run (issue 5: 60 s in CI).
 frame_seconds=${RAFTLOCK_FUZZ_FRAME_SECONDS:-$((seconds > 60 ? seconds : 60))}
 dir=build-fuzz
-targets=(frame_request_fuzz peer_frame_fuzz command_fuzz resp_fuzz)
+targets=(frame_request_fuzz peer_frame_fuzz command_fuzz resp_fuzz keyspace_fuzz)
 
 # The whole tree is instrumented for coverage and ASan/UBSan, so the fuzzer sees into the libraries;
 # the fuzz targets themselves add the libFuzzer main (tests/fuzz/CMakeLists.txt).

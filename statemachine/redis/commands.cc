@@ -922,7 +922,20 @@ Value Commands::eval(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
     const auto first_arg = a.begin() + 3 + *numkeys;
     const std::vector<std::string> keys(a.begin() + 3, first_arg);
     const std::vector<std::string> args(first_arg, a.end());
-    const ScriptCall call = [&ks, now, depth](const Argv& argv) -> Value {
+    // What one script may do to the keyspace, on top of the interpreter's own limits: without
+    // these a loop of redis.call('SET', i, ...) within the instruction budget could add millions
+    // of keys to every replica (found by keyspace_fuzz).
+    size_t calls = 0;
+    size_t bytes = 0;
+    const ScriptCall call = [&ks, now, depth, &calls, &bytes](const Argv& argv) -> Value {
+        for (const std::string& arg : argv) {
+            bytes += arg.size();
+        }
+        if (++calls > kScriptCallsMax || bytes > kScriptCallBytesMax) {
+            return Value::error(fmt::format(
+                "ERR raftlock: a script may run at most {} commands with {} bytes of arguments",
+                kScriptCallsMax, kScriptCallBytesMax));
+        }
         if (argv.empty()) {
             return err("ERR Please specify at least one argument for this redis lib call");
         }

@@ -35,6 +35,10 @@ namespace raftlock::statemachine::redis {
 inline constexpr size_t kValueBytesMax = 4u << 20;  // a string value, after APPEND too
 inline constexpr size_t kScriptsMax = 10000;        // the script cache
 inline constexpr size_t kOriginsMax = 4096;         // the at-most-once table (least recent goes)
+// One EVAL's redis.call budget: commands, and bytes of their arguments (every call after either
+// is spent fails, so a script cannot grow the keyspace without bound in one entry).
+inline constexpr size_t kScriptCallsMax = 10000;
+inline constexpr size_t kScriptCallBytesMax = 16u << 20;
 
 class Keyspace final {
 public:

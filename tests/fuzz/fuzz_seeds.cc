@@ -2,7 +2,7 @@
 // start from the interesting part of the input space instead of rediscovering the framing:
 //
 //   fuzz_seeds <dir>   writes <dir>/frame_request/*, <dir>/peer_frame/*, <dir>/command/*,
-//                      <dir>/resp/*
+//                      <dir>/resp/*, <dir>/keyspace/*
 
 #include <cstdio>
 #include <filesystem>
@@ -167,6 +167,22 @@ std::vector<std::string> resp_seeds() {
     };
 }
 
+// Pipelines for the keyspace target (no leading limits byte): the RESP seeds' commands, and one
+// that touches every type, TTLs and scripts.
+std::vector<std::string> keyspace_seeds() {
+    std::vector<std::string> seeds;
+    for (const std::string& seed : resp_seeds()) {
+        seeds.push_back(seed.substr(1));
+    }
+    seeds.push_back(
+        "SET k v PX 100\r\nHSET h a 1 b 2\r\nHINCRBY h a 5\r\nEXPIRE h 1 NX\r\nINCR n\r\n"
+        "SCAN 0 COUNT 2\r\nDELEX k IFEQ v\r\nSCRIPT LOAD \"return redis.call('incr', KEYS[1])\"\r\n"
+        "EVAL \"for i = 1, 3 do redis.call('set', KEYS[1] .. i, ARGV[1]) end return "
+        "redis.call('keys', "
+        "'*')\" 1 key val\r\nKEYS *\r\nTTL k\r\nFLUSHDB\r\n");
+    return seeds;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,5 +195,6 @@ int main(int argc, char** argv) {
     write_seeds(dir / "peer_frame", peer_seeds());
     write_seeds(dir / "command", command_seeds());
     write_seeds(dir / "resp", resp_seeds());
+    write_seeds(dir / "keyspace", keyspace_seeds());
     return 0;
 }

@@ -271,6 +271,19 @@ TEST_CASE("the codec bounds Redis commands", "[redis]") {
     CHECK(back.value() == c);
 }
 
+TEST_CASE("a script's redis.calls are bounded: it cannot flood the keyspace in one entry",
+          "[redis]") {
+    Machine m;
+    const Value r = m.run(
+        {"EVAL", "for i = 1, 1000000 do redis.pcall('SET', 'k' .. i, 'v') end return 1", "0"});
+    CHECK(r == Value::integer_of(1));  // pcall: the refusals are the script's to handle
+    CHECK(m.sm.redis_key_count() == redis::kScriptCallsMax);
+    const Value e =
+        m.run({"EVAL", "for i = 1, 20000 do redis.call('SET', 'x' .. i, 'v') end", "0"});
+    CHECK(e.is_error());
+    CHECK(e.text.find("at most 10000 commands") != std::string::npos);
+}
+
 TEST_CASE("glob patterns as Redis's stringmatchlen", "[redis]") {
     using redis::glob_match;
     CHECK(glob_match("*", ""));
