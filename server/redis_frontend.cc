@@ -172,6 +172,10 @@ Value RedisFrontend::run_local(Conn& c, const redis::Argv& argv) {
             return Value::error(std::string(redis::kSyntaxError));
         }
         if (options_.password.empty()) {
+            // As Redis's default user without a password: AUTH default <anything> is accepted.
+            if (argv.size() == 3 && argv[1] == "default") {
+                return Value::ok();
+            }
             return Value::error(
                 "ERR AUTH <password> called without any password configured for the default "
                 "user. Are you sure your configuration is correct?");
@@ -215,8 +219,8 @@ Value RedisFrontend::hello(Conn& c, const redis::Argv& argv) {
     for (; i < argv.size(); ++i) {
         const bool more = i + 1 < argv.size();
         if (iequals(argv[i], "auth") && i + 2 < argv.size()) {
-            if (options_.password.empty() || argv[i + 1] != "default" ||
-                argv[i + 2] != options_.password) {
+            if (argv[i + 1] != "default" ||
+                (!options_.password.empty() && argv[i + 2] != options_.password)) {
                 return Value::error(
                     "WRONGPASS invalid username-password pair or user is disabled.");
             }
