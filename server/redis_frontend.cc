@@ -89,9 +89,9 @@ void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
         c.pending[index].dispatched = true;
         ++c.in_flight;
         c.in_flight_route = route;
-        redis::Argv copy = argv;
+        // The arguments are not needed here once dispatched: hand them over instead of copying.
         // The backend may answer at once (an error): on_reply completes it, and this loop goes on.
-        backend_.redis_command(id, c.first_ticket + index, std::move(copy));
+        backend_.redis_command(id, c.first_ticket + index, std::move(c.pending[index].argv));
     }
     c.dispatching = false;
     flush(id, c);

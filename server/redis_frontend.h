@@ -72,7 +72,7 @@ public:
 
 private:
     struct Pending {
-        redis::Argv argv;
+        redis::Argv argv;                  // moved to the backend when dispatched
         std::optional<std::string> reply;  // encoded, once known
         bool dispatched = false;
     };
