@@ -427,13 +427,23 @@ bool lease_lost(Worker& w, const Holding& holding) {
     return true;
 }
 
+// How many fenced writes a worker makes under one grant. The unfenced negative control holds
+// longer: its violation needs a holder that still has writes to make when the client process
+// resumes from a pause, after another worker took the expired lock. With one to three writes a
+// pause often caught a holder with at most one write left, which it made before any other worker
+// had reopened a session, and the control then passed unnoticed (a CI run, seed 1).
+int writes_per_hold(Worker& w) {
+    const auto [lo, hi] = w.options_.unfenced ? std::pair{6, 10} : std::pair{1, 3};
+    return std::uniform_int_distribution<int>(lo, hi)(w.rng_);
+}
+
 void lock_acquire(Worker& w, std::optional<Holding>& holding) {
     const std::string& lock = w.options_.lock_name;
     w.invoke("acquire", lock, nullptr);
     auto lease = w.client_->acquire(lock, {.wait = 1s});
     if (lease.ok()) {
         w.ok("acquire", lock, lease->token);
-        holding = Holding{*lease, std::uniform_int_distribution<int>(1, 3)(w.rng_)};
+        holding = Holding{*lease, writes_per_hold(w)};
         return;
     }
     w.complete_error("acquire", lock, nullptr, lease.error());
