@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <random>
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
 
 #include <boost/asio.hpp>
@@ -19,12 +20,14 @@
 #include "net/admin_http.h"
 #include "net/client_listener.h"
 #include "net/peer_transport.h"
+#include "net/pg_listener.h"
 #include "net/resp_listener.h"
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
 #include "server/clock.h"
 #include "server/config.h"
 #include "server/metrics.h"
+#include "server/pg_frontend.h"
 #include "server/redis_frontend.h"
 #include "server/replica.h"
 #include "storage/rocks_storage.h"
@@ -64,6 +67,14 @@ public:
     void pause_reading(net::ConnectionId id, bool paused) override {
         listener->pause_reading(id, paused);
     }
+};
+
+class PgSink final : public PgOutput {
+public:
+    net::PgListener* listener = nullptr;
+    void send(uint64_t id, std::string bytes) override { listener->send(id, std::move(bytes)); }
+    void close(uint64_t id) override { listener->close(id); }
+    void pause_reading(uint64_t id, bool paused) override { listener->pause_reading(id, paused); }
 };
 
 // The data directory remembers which cluster and node it belongs to, so a directory copied to the
@@ -220,6 +231,31 @@ int run(const ServerConfig& config) {
                      config.redis_listen.host, redis_listener->port());
     }
 
+    // The PostgreSQL port, when configured (docs/sql-mode.md).
+    PgSink pg_sink;
+    std::unique_ptr<PgFrontend> pg_frontend;
+    std::unique_ptr<net::PgListener> pg_listener;
+    if (!config.pg_listen.host.empty()) {
+        PgFrontendOptions pg_options;
+        pg_options.password = config.pg_password;
+        pg_options.node_id = config.node_id;
+        pg_options.secret_seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+        pg_frontend = std::make_unique<PgFrontend>(pg_options, pg_sink, replica);
+        net::PgListenerOptions listen_options;
+        listen_options.listen_host = config.pg_listen.host;
+        listen_options.listen_port = config.pg_listen.port;
+        listen_options.connections_max = config.connections_max;
+        pg_listener = std::make_unique<net::PgListener>(io, listen_options, *pg_frontend);
+        pg_sink.listener = pg_listener.get();
+        replica.set_pg_frontend(pg_frontend.get());
+        if (auto started = pg_listener->start(); !started.ok()) {
+            spdlog::critical("cannot listen on the postgres port: {}", started.error());
+            return 1;
+        }
+        spdlog::info("node {} serving PostgreSQL clients on {}:{}", config.node_id,
+                     config.pg_listen.host, pg_listener->port());
+    }
+
     std::map<std::string, net::AdminHttp::Route> routes;
     routes["/status"] = [&replica] {
         return net::HttpReply{200, "application/json", replica.status_json() + "\n"};
@@ -259,6 +295,9 @@ int run(const ServerConfig& config) {
             listener.stop();
             if (redis_listener) {
                 redis_listener->stop();
+            }
+            if (pg_listener) {
+                pg_listener->stop();
             }
             transport.stop();
             io.stop();

@@ -15,6 +15,10 @@ packages=(
     libzookeeper-mt-dev
     # the Redis mode's tests: redis-cli against a real redis-server, and redis-py's Lock
     redis-server redis-tools python3-redis
+    # the SQL mode's tests: psql scripts against a real PostgreSQL 15, psycopg 2 and 3
+    postgresql-15 postgresql-client-15 python3-psycopg2 python3-psycopg
+    # bench/raftlock-bench's postgres driver (libpq), for the SQL mode and a real PostgreSQL
+    libpq-dev
 )
 
 missing=()

@@ -247,6 +247,12 @@ void add_identity_fields(std::vector<Field>& out) {
     out.push_back(text_field({"redis-password", "redis_password", "TEXT", "Addresses",
                               "Redis clients must AUTH with it; none when not given"},
                              &ServerConfig::redis_password));
+    out.push_back(endpoint_field({"pg-listen", "pg_listen", "HOST:PORT", "Addresses",
+                                  "PostgreSQL wire-protocol port (SQL mode); off when not given"},
+                                 &ServerConfig::pg_listen));
+    out.push_back(text_field({"pg-password", "pg_password", "TEXT", "Addresses",
+                              "PostgreSQL clients must give it (md5); trust when not given"},
+                             &ServerConfig::pg_password));
     out.push_back(data_dir_field({"data-dir", "data_dir", "DIR", "Addresses",
                                   "Raft log and snapshots, created if missing", "data/node1"}));
 }
@@ -270,6 +276,10 @@ void add_timing_fields(std::vector<Field>& out) {
     out.push_back(integer_field({"request-timeout-ms", "request_timeout_ms", "MS", g,
                                  "a write not applied by then answers TIMEOUT"},
                                 &ServerConfig::request_timeout_ms, 100, kNoMax));
+    out.push_back(integer_field({"pg-session-timeout-ms", "pg_session_timeout_ms", "MS", g,
+                                 "a PostgreSQL connection's session ends this long after its "
+                                 "node stops keeping it alive"},
+                                &ServerConfig::pg_session_timeout_ms, 100, kNoMax));
 }
 
 void add_limit_fields(std::vector<Field>& out) {
@@ -441,20 +451,28 @@ std::string check_listen_addresses(const ServerConfig& c, const Namer& namer) {
         return fmt::format("{}: same as --client-listen: expected an address of its own",
                            namer.value(admin, to_string(c.admin_listen)));
     }
-    const Field& redis = field_by_flag("redis-listen");
-    if (!c.redis_listen.host.empty()) {
+    // The optional ports (Redis, PostgreSQL) need addresses of their own too.
+    for (const char* flag : {"redis-listen", "pg-listen"}) {
+        const Field& field = field_by_flag(flag);
+        const Endpoint& e = std::string_view(flag) == "redis-listen" ? c.redis_listen : c.pg_listen;
+        if (e.host.empty()) {
+            continue;
+        }
         for (const Member& m : c.members) {
-            if (m.raft == c.redis_listen) {
+            if (m.raft == e) {
                 return fmt::format("{}: member {}'s Raft address: expected an address of its own",
-                                   namer.value(redis, to_string(c.redis_listen)), m.id);
+                                   namer.value(field, to_string(e)), m.id);
             }
         }
-        if (c.redis_listen == c.client_listen || c.redis_listen == c.admin_listen) {
+        if (e == c.client_listen || e == c.admin_listen) {
             return fmt::format(
-                "{}: same as the client or admin port: expected an address of its "
-                "own",
-                namer.value(redis, to_string(c.redis_listen)));
+                "{}: same as the client or admin port: expected an address of its own",
+                namer.value(field, to_string(e)));
         }
+    }
+    if (!c.pg_listen.host.empty() && c.pg_listen == c.redis_listen) {
+        return fmt::format("{}: same as --redis-listen: expected an address of its own",
+                           namer.value(field_by_flag("pg-listen"), to_string(c.pg_listen)));
     }
     return "";
 }
@@ -488,6 +506,16 @@ std::string check_timings(const ServerConfig& c, const Namer& namer) {
                            namer.value(field_by_flag("session-timeout-max-ms"),
                                        std::to_string(c.session_timeout_ms_max)),
                            c.session_timeout_ms_min);
+    }
+    // Only with the PostgreSQL port on: its connections' sessions are the only ones it times.
+    if (!c.pg_listen.host.empty() && (c.pg_session_timeout_ms < c.session_timeout_ms_min ||
+                                      c.pg_session_timeout_ms > c.session_timeout_ms_max)) {
+        return fmt::format(
+            "{}: expected within --session-timeout-min-ms {} and "
+            "--session-timeout-max-ms {}",
+            namer.value(field_by_flag("pg-session-timeout-ms"),
+                        std::to_string(c.pg_session_timeout_ms)),
+            c.session_timeout_ms_min, c.session_timeout_ms_max);
     }
     return "";
 }

@@ -60,7 +60,10 @@ struct ServerConfig {
     Endpoint redis_listen;   // --redis-listen HOST:PORT: the RESP port (docs/redis-mode.md); off
                              // when not given
     std::string redis_password;  // --redis-password: AUTH required when not empty
-    std::string data_dir;        // --data-dir (required); created when missing
+    Endpoint pg_listen;       // --pg-listen HOST:PORT: the PostgreSQL port (docs/sql-mode.md); off
+                              // when not given
+    std::string pg_password;  // --pg-password: md5 authentication when not empty, else trust
+    std::string data_dir;     // --data-dir (required); created when missing
 
     // --- timing
     // -------------------------------------------------------------------------------------
@@ -71,6 +74,9 @@ struct ServerConfig {
     int64_t session_timeout_ms_max = 600000;  // --session-timeout-max-ms, >= min
     // A write not applied within this answers TIMEOUT (outcome unknown; the client retries).
     uint32_t request_timeout_ms = 10000;  // --request-timeout-ms, >= 100
+    // The session of a PostgreSQL connection: kept alive by its node every third of this; ends
+    // (releasing its locks) this long after the node stops doing so (it died or was cut off).
+    int64_t pg_session_timeout_ms = 10000;  // --pg-session-timeout-ms, within the session bounds
 
     // --- snapshots
     // ------------------------------------------------------------------------------------

@@ -118,6 +118,7 @@ void Replica::tick() {
         maybe_propose_noop();
     }
     expire_requests();
+    sql_keepalives();
     schedule_flush();
 }
 
@@ -350,6 +351,10 @@ void Replica::expire_requests() {
         for (const auto& [client, argv] : batch.redis_reads) {
             respond_error(client, proto::TIMEOUT, "no leader confirmed the read in time; retry");
         }
+        for (const auto& [client, statement] : batch.sql_reads) {
+            // A read applies nothing: unlike a timed-out write, its retry is always safe.
+            respond_error(client, proto::UNAVAILABLE, "no leader confirmed the read in time");
+        }
     }
     for (auto it = keepalive_forwards_.begin(); it != keepalive_forwards_.end();) {
         if (it->second.deadline_ms > now_ms) {
@@ -379,6 +384,10 @@ void Replica::shut_down() {
         respond_error(ClientRef{waiting.conn, waiting.request_id}, proto::SHUTTING_DOWN);
     }
     waiting_.clear();
+    for (auto& [key, client] : sql_waits_) {
+        respond_error(client, proto::SHUTTING_DOWN);
+    }
+    sql_waits_.clear();
 }
 
 }  // namespace raftlock::server

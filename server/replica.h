@@ -37,12 +37,14 @@
 
 #include "net/client_listener.h"
 #include "net/peer_transport.h"
+#include "net/pg_listener.h"
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
 #include "raft/raw_node.h"
 #include "server/clock.h"
 #include "server/config.h"
 #include "server/metrics.h"
+#include "server/pg_frontend.h"
 #include "server/redis_frontend.h"
 #include "server/session_tracker.h"
 #include "server/storage_worker.h"
@@ -68,7 +70,7 @@ public:
     virtual void close(net::ConnectionId id) = 0;
 };
 
-class Replica final : public net::ClientHandler, public RedisBackend {
+class Replica final : public net::ClientHandler, public RedisBackend, public SqlBackend {
 public:
     using Post = std::function<void(std::function<void()>)>;
 
@@ -101,6 +103,19 @@ public:
     void redis_closed(net::ConnectionId id) override;
     std::string redis_replication_info() const override;
     size_t redis_key_count() const override;
+
+    // SqlBackend: the PostgreSQL port's sessions and statements (replica_sql.cc). Answers go to
+    // the front end given here (none: the PostgreSQL port is off).
+    void set_pg_frontend(PgFrontend* frontend) { pg_frontend_ = frontend; }
+    void sql_open(uint64_t id) override;
+    void sql_statement(uint64_t id,
+                       uint64_t session,
+                       uint64_t seq,
+                       sql::StatementRequest&& request,
+                       bool read_only) override;
+    Result<sql::Description, sql::SqlError> sql_describe(std::string_view statement) const override;
+    void sql_cancel(uint64_t session) override;
+    void sql_closed(uint64_t id, uint64_t session) override;
 
     // Answers every pending request with SHUTTING_DOWN and stops taking new ones; the storage
     // thread finishes its queue when the replica is destroyed.
@@ -158,9 +173,12 @@ private:
         std::vector<std::pair<ClientRef, uint64_t>> keepalives;  // local clients (leader)
         std::vector<ForwardedKeepAlive> forwarded;
         std::vector<std::pair<ClientRef, redis::Argv>> redis_reads;
+        // (client, (session, statement)): request_id is the statement's seq.
+        std::vector<std::pair<ClientRef, std::pair<uint64_t, sql::StatementRequest>>> sql_reads;
         int64_t deadline_ms = 0;
         bool empty() const {
-            return reads.empty() && keepalives.empty() && forwarded.empty() && redis_reads.empty();
+            return reads.empty() && keepalives.empty() && forwarded.empty() &&
+                   redis_reads.empty() && sql_reads.empty();
         }
     };
     // A membership change proposed by this leader, answered when its entry applies.
@@ -219,6 +237,26 @@ private:
     void redis_reply(const ClientRef& client, const redis::Value& value);
     void redis_error(const ClientRef& client, proto::Code code, const std::string& message);
 
+    // replica_sql.cc: the PostgreSQL port's side of the request paths. A connection's requests
+    // use ClientRef{conn, seq} for statements, {conn, nonce} while its session opens, and
+    // {conn, 0} for the keepalives this node sends for it.
+    struct PgConn {
+        uint64_t session = 0;  // 0 until the OpenSession applies
+        uint64_t last_seq = 0;
+    };
+    static bool is_pg(net::ConnectionId id) { return (id & net::kPgConnectionBit) != 0; }
+    void sql_answer(const statemachine::Command& command,
+                    const statemachine::ApplyResult& result,
+                    const ClientRef& client);
+    void sql_push_done(const statemachine::ApplyResult& result);
+    void sql_error(const ClientRef& client, proto::Code code, const std::string& message);
+    sql::StatementResult sql_failure(uint64_t session,
+                                     std::string sqlstate,
+                                     std::string message) const;
+    void sql_session_lost(uint64_t session);
+    void sql_keepalives();
+    void sql_resolve_after_restore();
+    void propose_unanswered(statemachine::Command command);
     // replica_members.cc: membership changes and the peer list.
     void change_member(net::ConnectionId conn, const proto::Request& request);
     void on_conf_applied(const raft::Entry& entry, const raft::ConfState& conf);
@@ -263,6 +301,11 @@ private:
     uint64_t next_nonce_ = 0;
     uint64_t redis_origin_ = 0;  // this process's id for the keyspace's at-most-once (never 0)
     RedisFrontend* redis_frontend_ = nullptr;
+    PgFrontend* pg_frontend_ = nullptr;
+    std::map<net::ConnectionId, PgConn> pg_conns_;
+    std::map<uint64_t, net::ConnectionId> pg_sessions_;  // session -> connection
+    std::map<WriteKey, ClientRef> sql_waits_;            // (session, seq): waiting
+    int64_t pg_keepalive_due_ms_ = 0;
     uint64_t next_tag_ = 0;
     bool removed_ = false;
     std::optional<PendingMemberChange> member_change_;

@@ -102,6 +102,7 @@ void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& resu
             respond_error(client, proto::WAIT_TIMEOUT);
         }
     }
+    sql_push_done(result);
     for (const sm::SessionEnded& ended : result.sessions_ended) {
         end_session(ended.session, ended.reason == sm::SessionEnd::kExpired);
     }
@@ -119,6 +120,13 @@ void Replica::answer_write(const sm::Command& command, const sm::ApplyResult& re
     metrics_.commit_latency.record_us(
         static_cast<uint64_t>(clock_.steady_us() - pending.submitted_us));
     const ClientRef client{pending.conn, pending.request_id};
+    if (pending.conn == 0) {
+        return;  // proposed by this node for itself (replica_sql.cc): nobody waits for it
+    }
+    if (is_pg(pending.conn)) {
+        sql_answer(command, result, client);
+        return;
+    }
     if (std::holds_alternative<sm::RedisCommand>(command.op)) {
         redis_reply(client, result.response.redis);
         return;
@@ -168,6 +176,7 @@ void Replica::register_wait(const WaitKey& key, const ClientRef& client) {
 }
 
 void Replica::resolve_waits_after_restore() {
+    sql_resolve_after_restore();
     std::map<WaitKey, Waiting> waits = std::move(waiting_);
     waiting_.clear();
     for (const auto& [key, w] : waits) {
@@ -192,6 +201,7 @@ void Replica::push_watch_events(const std::vector<sm::WatchTrigger>& triggers) {
 
 void Replica::end_session(uint64_t session, bool expired) {
     tracker_.remove(session);
+    sql_session_lost(session);
     for (auto it = waiting_.lower_bound(WaitKey{session, {}, {}});
          it != waiting_.end() && std::get<0>(it->first) == session;) {
         const ClientRef client{it->second.conn, it->second.request_id};

@@ -238,6 +238,12 @@ void Replica::serve_batch(ReadBatch& batch) {
     for (const auto& [client, argv] : batch.redis_reads) {
         redis_reply(client, sm_.redis_query(argv));
     }
+    for (const auto& [client, statement] : batch.sql_reads) {
+        if (pg_frontend_ != nullptr && pg_conns_.contains(client.conn)) {
+            pg_frontend_->on_result(client.conn, client.request_id,
+                                    sm_.sql_query(statement.first, statement.second));
+        }
+    }
     for (const ForwardedKeepAlive& f : batch.forwarded) {
         proto::PeerFrame frame;
         proto::ForwardReply* reply = frame.mutable_forward_reply();
@@ -267,6 +273,10 @@ void Replica::note_session(net::ConnectionId conn, uint64_t session) {
 }
 
 void Replica::respond(const ClientRef& client, proto::Response& response) {
+    if (is_pg(client.conn)) {
+        sql_error(client, response.code(), response.message());
+        return;
+    }
     if (is_redis(client.conn)) {
         // Only errors reach here for a Redis connection (timeouts, shutdown, no leader).
         RL_ASSERT(response.code() != proto::OK);

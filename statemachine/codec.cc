@@ -3,6 +3,8 @@
 #include <set>
 #include <type_traits>
 
+#include "statemachine/sql/codec.h"
+
 namespace raftlock::statemachine {
 
 namespace {
@@ -99,7 +101,8 @@ bool valid_redis(const RedisCommand& op) {
 // Redis commands, from a server's at-most-once sequence).
 bool needs_session(const Op& op) {
     return !std::holds_alternative<OpenSession>(op) && !std::holds_alternative<ExpireSession>(op) &&
-           !std::holds_alternative<Noop>(op) && !std::holds_alternative<RedisCommand>(op);
+           !std::holds_alternative<Noop>(op) && !std::holds_alternative<RedisCommand>(op) &&
+           !std::holds_alternative<SqlCancel>(op);
 }
 
 bool valid_op(const Op& op) {
@@ -135,6 +138,10 @@ bool valid_op(const Op& op) {
                 return valid_acquire_many(o);
             } else if constexpr (std::is_same_v<T, RedisCommand>) {
                 return valid_redis(o);
+            } else if constexpr (std::is_same_v<T, SqlStatement>) {
+                return sql::valid_request(o.request);
+            } else if constexpr (std::is_same_v<T, SqlCancel>) {
+                return o.session != kNoSession;
             } else {
                 return true;  // KeepAlive, CloseSession, Noop carry no fields
             }
@@ -189,9 +196,11 @@ ErrorCode validate_command(const Command& c) {
         if (c.seq == 0) {
             return ErrorCode::kBadArguments;  // the keyspace's at-most-once needs it
         }
-    } else if (c.seq != 0 && !std::holds_alternative<OpenSession>(c.op)) {
-        // An OpenSession's seq is the opening server's nonce, echoed in ApplyResult::seq so the
-        // server can match the entry to its client; it is never deduplicated.
+    } else if (c.seq != 0 && !std::holds_alternative<OpenSession>(c.op) &&
+               !std::holds_alternative<SqlCancel>(c.op)) {
+        // An OpenSession's (or SqlCancel's) seq is the proposing server's nonce, echoed in
+        // ApplyResult::seq so the server can match the entry to its request; it is never
+        // deduplicated.
         return ErrorCode::kBadArguments;
     }
     if (c.fence && (!valid_lock_name(c.fence->lock) || c.fence->token == 0)) {
@@ -270,6 +279,13 @@ void write_op_fields(Writer& w, const RedisCommand& o) {
     for (const std::string& arg : o.argv) {
         w.bytes(arg);
     }
+}
+
+void write_op_fields(Writer& w, const SqlStatement& o) {
+    sql::write_request(w, o.request);
+}
+void write_op_fields(Writer& w, const SqlCancel& o) {
+    w.varint(o.session);
 }
 
 int32_t read_version(Reader& r) {
@@ -386,10 +402,19 @@ RedisCommand read_redis(Reader& r) {
     return o;
 }
 
+SqlStatement read_sql(Reader& r) {
+    SqlStatement o;
+    if (!sql::read_request(r, o.request)) {
+        r.fail();
+    }
+    return o;
+}
+
 // Tags are the indexes of the alternatives in Op; the static_asserts keep the two in step.
 Op read_op(Reader& r, uint8_t tag) {
-    static_assert(std::variant_size_v<Op> == 14);
+    static_assert(std::variant_size_v<Op> == 16);
     static_assert(std::is_same_v<std::variant_alternative_t<13, Op>, RedisCommand>);
+    static_assert(std::is_same_v<std::variant_alternative_t<15, Op>, SqlCancel>);
     switch (tag) {
         case 0:
             return OpenSession{r.svarint_in(1, kOpenTimeoutMsMax)};
@@ -419,6 +444,10 @@ Op read_op(Reader& r, uint8_t tag) {
             return read_acquire_many(r);
         case 13:
             return read_redis(r);
+        case 14:
+            return read_sql(r);
+        case 15:
+            return SqlCancel{r.varint()};
         default:
             r.fail();
             return Noop{};
@@ -518,9 +547,11 @@ void write_response(Writer& w, const Response& resp) {
         w.bytes(sub.path);
         write_stat(w, sub.stat);
     }
+    w.u8(resp.sql_waiting ? 1 : 0);
+    sql::write_result(w, resp.sql);
 }
 
-Response read_response(Reader& r) {
+Response read_response(Reader& r, bool with_sql) {
     Response resp;
     resp.code = static_cast<ErrorCode>(r.varint_in(0, kErrorCodeMax));
     resp.session = r.varint();
@@ -536,6 +567,12 @@ Response read_response(Reader& r) {
         sub.path = r.bytes(kPathBytesMax);
         sub.stat = read_stat(r);
         resp.results.push_back(std::move(sub));
+    }
+    if (with_sql) {
+        resp.sql_waiting = r.boolean();
+        if (!sql::read_result(r, resp.sql)) {
+            r.fail();
+        }
     }
     return resp;
 }

@@ -36,9 +36,10 @@ Result<std::string, ErrorCode> encode_command(const Command& command);
 // Fails with kMalformedCommand on any malformed or invalid input.
 Result<Command, ErrorCode> decode_command(std::string_view bytes);
 
-// Replies inside snapshots (saved results for exactly-once).
+// Replies inside snapshots (saved results for exactly-once). Snapshots before version 3 have no
+// SQL fields (`with_sql` false).
 void write_response(Writer& w, const Response& response);
-Response read_response(Reader& r);
+Response read_response(Reader& r, bool with_sql);
 void write_stat(Writer& w, const Stat& stat);
 Stat read_stat(Reader& r);
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "statemachine/redis/value.h"
+#include "statemachine/sql/engine.h"
 #include "statemachine/types.h"
 
 namespace raftlock::statemachine {
@@ -128,6 +129,23 @@ struct RedisCommand {
     friend bool operator==(const RedisCommand&, const RedisCommand&) = default;
 };
 
+// --- SQL mode (statemachine/sql/) ---------------------------------------------------------------
+
+// One statement of a PostgreSQL connection, whose session is client_id (docs/sql-mode.md). Every
+// replica parses and runs it; a statement that waits for a lock is answered by a later entry
+// (ApplyResult::sql_done).
+struct SqlStatement {
+    sql::StatementRequest request;  // sql::valid_request
+    friend bool operator==(const SqlStatement&, const SqlStatement&) = default;
+};
+// Ends `session`'s waiting statement with SQLSTATE 57014 (a CancelRequest). Sent with client_id =
+// kNoSession (the cancelling connection is not the session's) and, like OpenSession, seq = the
+// proposing server's nonce.
+struct SqlCancel {
+    SessionId session = kNoSession;
+    friend bool operator==(const SqlCancel&, const SqlCancel&) = default;
+};
+
 using Op = std::variant<OpenSession,
                         KeepAlive,
                         CloseSession,
@@ -141,7 +159,9 @@ using Op = std::variant<OpenSession,
                         Release,
                         Cancel,
                         AcquireMany,
-                        RedisCommand>;
+                        RedisCommand,
+                        SqlStatement,
+                        SqlCancel>;
 
 // A fenced write (the protected-resource side of fencing): the request is rejected with
 // kFenceRejected unless `token` is the token of a current holder of `lock`.

@@ -19,6 +19,9 @@ std::string StateMachine::check_invariants() const {
     if (std::string redis = keyspace_.check_invariants(); !redis.empty()) {
         return redis;
     }
+    if (std::string sql = sql_.check_invariants(); !sql.empty()) {
+        return sql;
+    }
     if (std::optional<TimeMs> next = keyspace_.next_expiry_ms(); next && *next <= now_ms_) {
         return "a redis key outlived its deadline";
     }

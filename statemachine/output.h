@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "statemachine/redis/value.h"
+#include "statemachine/sql/engine.h"
 #include "statemachine/types.h"
 
 namespace raftlock::statemachine {
@@ -45,6 +46,10 @@ struct Response {
     // RedisCommand: the reply. Redis commands carry no session, so it is never saved
     // (write_response leaves it out).
     redis::Value redis;
+    // SqlStatement: the statement's result, unless it waits (sql_waiting): its result then comes
+    // in a later entry's ApplyResult::sql_done, and replaces this saved reply.
+    sql::StatementResult sql;
+    bool sql_waiting = false;
     friend bool operator==(const Response&, const Response&) = default;
 };
 
@@ -90,6 +95,9 @@ struct ApplyResult {
     std::vector<LockGrant> grants;       // in grant order
     std::vector<WaitTimeout> wait_timeouts;
     std::vector<SessionEnded> sessions_ended;
+    // SQL statements of any session that waited and finished in this entry (the server holding
+    // the session's connection answers them).
+    std::vector<sql::StatementDone> sql_done;
     friend bool operator==(const ApplyResult&, const ApplyResult&) = default;
 };
 

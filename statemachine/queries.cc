@@ -110,7 +110,22 @@ std::optional<TimeMs> StateMachine::next_timer_ms() const {
     if (!timers_.empty() && (!next || timers_.begin()->at_ms < *next)) {
         next = timers_.begin()->at_ms;
     }
+    if (std::optional<TimeMs> sql = sql_.next_deadline_ms(); sql && (!next || *sql < *next)) {
+        next = sql;
+    }
     return next;
+}
+
+std::optional<Response> StateMachine::saved_response(SessionId id, uint64_t seq) const {
+    auto s = sessions_.find(id);
+    if (s == sessions_.end()) {
+        return std::nullopt;
+    }
+    auto saved = s->second.saved.find(seq);
+    if (saved == s->second.saved.end()) {
+        return std::nullopt;
+    }
+    return saved->second;
 }
 
 redis::Value StateMachine::redis_query(const redis::Argv& argv) const {

@@ -32,6 +32,9 @@ void StateMachine::end_session(SessionId id, SessionEnd reason, Index zxid, Appl
     // disappear "before" the grant in any order the outputs could suggest; both happen in this
     // one entry anyway.
     release_session_locks(id, reason, zxid, out);
+    sql::EngineEvents sql_events;
+    sql_.end_session(id, now_ms_, sql_events);
+    finish_sql(sql_events, out);
     std::vector<Timer> timers;
     TreeCtx ctx{zxid, &out.triggers, nullptr, &timers};
     // Copy: remove_node erases from the session's set while we walk it.

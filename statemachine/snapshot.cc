@@ -1,4 +1,4 @@
-// Snapshot format, version 2. Integers are LEB128 varints (signed: zig-zag), strings are a varint
+// Snapshot format, version 3. Integers are LEB128 varints (signed: zig-zag), strings are a varint
 // length then bytes, every list is a varint count then its items, in the state's own (sorted)
 // order:
 //
@@ -10,6 +10,8 @@
 //          waiters: (session, owner_tag, u8 mode, enqueued_ms, deadline_ms)*
 //   timers: at_ms, u8 kind, key, id, tag
 //   the Redis keyspace (version 2; redis/keyspace.cc has its layout)
+//   the SQL engine (version 3; sql/engine_snapshot.cc has its layout), and saved replies carry
+//   their SQL result from version 3 on
 //   fixed32 CRC-32C of every byte before it
 //
 // Derived indexes (children sets, each session's ephemerals and locks) are rebuilt on restore, and
@@ -28,7 +30,8 @@ namespace raftlock::statemachine {
 namespace {
 
 constexpr uint32_t kSnapshotMagic = 0x4D534C52;  // "RLSM", little-endian
-constexpr uint8_t kSnapshotVersion = 2;          // 2 added the Redis keyspace; 1 still restores
+// 2 added the Redis keyspace, 3 the SQL engine; 1 and 2 still restore.
+constexpr uint8_t kSnapshotVersion = 3;
 constexpr size_t kSnapshotTrailerBytes = 4;
 
 }  // namespace
@@ -95,6 +98,7 @@ std::string StateMachine::snapshot() const {
         w.bytes(t.tag);
     }
     keyspace_.write(w);
+    sql_.write(w);
     w.fixed32(crc32c(out));
     return out;
 }
@@ -128,7 +132,7 @@ ErrorCode StateMachine::restore(std::string_view bytes) {
         return ErrorCode::kMalformedCommand;
     }
     const uint8_t version = r.u8();
-    if (version != 1 && version != kSnapshotVersion) {
+    if (version < 1 || version > kSnapshotVersion) {
         return ErrorCode::kMalformedCommand;
     }
     StateMachine fresh(config_);
@@ -136,9 +140,10 @@ ErrorCode StateMachine::restore(std::string_view bytes) {
     fresh.last_applied_ = r.varint();
     fresh.now_ms_ = r.svarint();
     fresh.last_token_ = r.varint();
-    if (!fresh.restore_sessions(r) || !fresh.restore_nodes(r) || !fresh.restore_locks(r) ||
-        !fresh.restore_timers(r) || (version >= 2 && !fresh.keyspace_.read(r)) || !r.ok() ||
-        !r.at_end()) {
+    if (!fresh.restore_sessions(r, version >= 3) || !fresh.restore_nodes(r) ||
+        !fresh.restore_locks(r) || !fresh.restore_timers(r) ||
+        (version >= 2 && !fresh.keyspace_.read(r)) || (version >= 3 && !fresh.sql_.read(r)) ||
+        !r.ok() || !r.at_end()) {
         return ErrorCode::kMalformedCommand;
     }
     // A snapshot that decodes but breaks an invariant would crash us later: refuse it now.
@@ -149,7 +154,7 @@ ErrorCode StateMachine::restore(std::string_view bytes) {
     return ErrorCode::kOk;
 }
 
-bool StateMachine::restore_sessions(Reader& r) {
+bool StateMachine::restore_sessions(Reader& r, bool with_sql) {
     uint64_t n = read_count(r);
     for (uint64_t i = 0; i < n && r.ok(); i++) {
         SessionId id = r.varint();
@@ -160,7 +165,7 @@ bool StateMachine::restore_sessions(Reader& r) {
         uint64_t saved = r.varint_in(0, kSavedResultsPerSessionMax);
         for (uint64_t k = 0; k < saved && r.ok(); k++) {
             uint64_t seq = r.varint();
-            Response response = read_response(r);
+            Response response = read_response(r, with_sql);
             if (seq <= s.discarded_through_seq ||
                 !s.saved.emplace(seq, std::move(response)).second) {
                 return false;

@@ -63,6 +63,9 @@ void StateMachine::advance_time(TimeMs time_ms, Index zxid, ApplyResult& out) {
         now_ms_ = time_ms;
     }
     keyspace_.expire_until(now_ms_);
+    sql::EngineEvents sql_events;
+    sql_.advance_time(now_ms_, sql_events);
+    finish_sql(sql_events, out);
     for (size_t fired = 0; fired < kTimersPerApplyMax; fired++) {
         if (timers_.empty() || timers_.begin()->at_ms > now_ms_) {
             return;
@@ -170,6 +173,12 @@ Response StateMachine::dispatch(SessionId session,
                 return cancel(session, op, zxid, out);
             } else if constexpr (std::is_same_v<T, AcquireMany>) {
                 return acquire_many(session, op, zxid);
+            } else if constexpr (std::is_same_v<T, SqlStatement>) {
+                return sql_statement(session, command.seq, op, out);
+            } else if constexpr (std::is_same_v<T, SqlCancel>) {
+                sql::EngineEvents events;
+                sql_.cancel(op.session, now_ms_, events);
+                finish_sql(events, out);
             } else {
                 static_assert(std::is_same_v<T, RedisCommand>);
                 if (!keyspace_.admit(op.origin, command.seq, zxid)) {
@@ -185,6 +194,37 @@ Response StateMachine::dispatch(SessionId session,
             return response;
         },
         command.op);
+}
+
+Response StateMachine::sql_statement(SessionId session,
+                                     uint64_t seq,
+                                     const SqlStatement& op,
+                                     ApplyResult& out) {
+    Response response;
+    sql::EngineEvents events;
+    std::optional<sql::StatementResult> result =
+        sql_.execute(session, seq, op.request, now_ms_, events);
+    if (result) {
+        response.sql = std::move(*result);
+    } else {
+        response.sql_waiting = true;
+    }
+    finish_sql(events, out);
+    return response;
+}
+
+// Statements that waited and finished now: reported for the servers to answer, and saved in place
+// of their "waiting" replies, so that a retry of one gets its result.
+void StateMachine::finish_sql(sql::EngineEvents& events, ApplyResult& out) {
+    for (sql::StatementDone& done : events.done) {
+        if (auto s = sessions_.find(done.session); s != sessions_.end()) {
+            if (auto saved = s->second.saved.find(done.ticket); saved != s->second.saved.end()) {
+                saved->second.sql_waiting = false;
+                saved->second.sql = done.result;
+            }
+        }
+        out.sql_done.push_back(std::move(done));
+    }
 }
 
 }  // namespace raftlock::statemachine

@@ -29,6 +29,7 @@
 #include "statemachine/command.h"
 #include "statemachine/output.h"
 #include "statemachine/redis/keyspace.h"
+#include "statemachine/sql/engine.h"
 #include "statemachine/types.h"
 
 namespace raftlock::statemachine {
@@ -112,9 +113,20 @@ public:
     // Names of locks starting with `prefix`, in order, at most `limit_max` of them.
     std::vector<std::string> list_locks(std::string_view prefix, size_t limit_max) const;
     std::optional<SessionInfo> session(SessionId id) const;
+    // The saved reply to request `seq` of `session`, if still saved (exactly-once).
+    std::optional<Response> saved_response(SessionId id, uint64_t seq) const;
     // A read-only Redis command (redis::Route::kRead) at the current cluster time.
     redis::Value redis_query(const redis::Argv& argv) const;
     size_t redis_key_count() const { return keyspace_.key_count(); }
+    // A read-only SQL statement (sql::is_read_only) of `session`, served after ReadIndex.
+    sql::StatementResult sql_query(SessionId session, const sql::StatementRequest& request) const {
+        return sql_.query(session, request, now_ms_);
+    }
+    Result<sql::Description, sql::SqlError> sql_describe(std::string_view statement) const {
+        return sql_.describe(statement);
+    }
+    size_t sql_table_count() const { return sql_.table_count(); }
+    sql::TxStatus sql_tx_status(SessionId session) const { return sql_.tx_status(session); }
     // Every live session: a new leader starts tracking each with a fresh full timeout.
     std::vector<SessionInfo> sessions() const;
 
@@ -254,8 +266,15 @@ private:
     void fire_wait_deadline(const Timer& timer, Index zxid, ApplyResult& out);
     void fire_lock_delay_end(const Timer& timer, Index zxid, ApplyResult& out);
 
+    // SQL mode (state_machine.cc).
+    Response sql_statement(SessionId session,
+                           uint64_t seq,
+                           const SqlStatement& op,
+                           ApplyResult& out);
+    void finish_sql(sql::EngineEvents& events, ApplyResult& out);
+
     // snapshot.cc: each returns false on malformed input.
-    bool restore_sessions(Reader& r);
+    bool restore_sessions(Reader& r, bool with_sql);
     bool restore_nodes(Reader& r);
     bool restore_locks(Reader& r);
     bool link_lock_sessions(const std::string& name, const Lock& lock);
@@ -275,6 +294,7 @@ private:
     std::map<std::string, Lock, std::less<>> locks_;
     std::set<Timer> timers_;
     redis::Keyspace keyspace_;
+    sql::Engine sql_;
 };
 
 }  // namespace raftlock::statemachine

@@ -159,10 +159,17 @@ std::string op_text(const Op& op) {
                 return fmt::format("cancel \"{}\" tag=\"{}\"", o.name, o.owner_tag);
             } else if constexpr (std::is_same_v<T, AcquireMany>) {
                 return fmt::format("acquire_many locks={} tag=\"{}\"", o.locks.size(), o.owner_tag);
-            } else {
-                static_assert(std::is_same_v<T, RedisCommand>);
+            } else if constexpr (std::is_same_v<T, RedisCommand>) {
                 return fmt::format("redis origin={:x} {} args={}", o.origin,
                                    o.argv.empty() ? "" : o.argv[0], o.argv.size() - 1);
+            } else if constexpr (std::is_same_v<T, SqlStatement>) {
+                // The statement's first words are enough to follow a log; the text can be long.
+                return fmt::format("sql \"{}\" params={} lock_timeout={}",
+                                   o.request.text.substr(0, 60), o.request.params.size(),
+                                   o.request.lock_timeout_ms);
+            } else {
+                static_assert(std::is_same_v<T, SqlCancel>);
+                return fmt::format("sql_cancel s{}", o.session);
             }
         },
         op);

@@ -2,7 +2,8 @@
 // start from the interesting part of the input space instead of rediscovering the framing:
 //
 //   fuzz_seeds <dir>   writes <dir>/frame_request/*, <dir>/peer_frame/*, <dir>/command/*,
-//                      <dir>/resp/*, <dir>/keyspace/*
+//                      <dir>/resp/*, <dir>/keyspace/*, <dir>/sql_parser/*, <dir>/sql_engine/*,
+//                      <dir>/pg_codec/*
 
 #include <cstdio>
 #include <filesystem>
@@ -12,12 +13,15 @@
 
 #include <fmt/format.h>
 
+#include "net/md5.h"
 #include "net/message_frame.h"
+#include "net/pg_codec.h"
 #include "net/raft_codec.h"
 #include "net/resp_codec.h"
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
 #include "statemachine/codec.h"
+#include "statemachine/sql/parser.h"
 
 namespace {
 
@@ -183,6 +187,209 @@ std::vector<std::string> keyspace_seeds() {
     return seeds;
 }
 
+// A client's bytes for the PostgreSQL decoder, written by a small frontend encoder here: the first
+// byte of each seed picks the fuzz target's options (bit 0: small limits, bit 1: start in the
+// regular phase, the rest: the piece size of the split check).
+class PgFrontend {
+public:
+    PgFrontend& i16(int64_t v) {
+        body_.push_back(static_cast<char>((v >> 8) & 0xff));
+        body_.push_back(static_cast<char>(v & 0xff));
+        return *this;
+    }
+    PgFrontend& i32(int64_t v) { return i16(v >> 16).i16(v); }
+    PgFrontend& str(std::string_view s) {
+        body_.append(s);
+        body_.push_back('\0');
+        return *this;
+    }
+    PgFrontend& raw(std::string_view s) {
+        body_.append(s);
+        return *this;
+    }
+    PgFrontend& byte(char c) {
+        body_.push_back(c);
+        return *this;
+    }
+    // The body so far as a regular message of `type`, or as a startup packet when type is 0.
+    std::string message(char type = 0) const {
+        PgFrontend length;
+        length.i32(static_cast<int64_t>(body_.size()) + 4);
+        return (type == 0 ? "" : std::string(1, type)) + length.body_ + body_;
+    }
+
+private:
+    std::string body_;
+};
+
+std::vector<std::string> pg_codec_seeds() {
+    using F = PgFrontend;
+    const std::string ssl = F().i32(net::kPgSslRequestCode).message();
+    const std::string gss = F().i32(net::kPgGssEncRequestCode).message();
+    const std::string startup = F().i32(net::kPgProtocol3)
+                                    .str("user")
+                                    .str("alice")
+                                    .str("database")
+                                    .str("locks")
+                                    .str("application_name")
+                                    .str("psql")
+                                    .str("client_encoding")
+                                    .str("UTF8")
+                                    .byte('\0')
+                                    .message();
+    const std::string cancel = F().i32(net::kPgCancelRequestCode).i32(4242).i32(77).message();
+    const std::string password =
+        F().str(net::pg_md5_password("secret", "alice", {1, 2, 3, 4})).message('p');
+    const std::string simple = F().str("SELECT pg_advisory_lock(42); SELECT 1").message('Q') +
+                               F().str("").message('Q') + F().message('X');
+    const std::string ts = net::encode_binary_timestamptz(1704067200000000).value();
+    const std::string extended = F().str("s1")
+                                     .str("SELECT pg_try_advisory_lock($1, $2)")
+                                     .i16(2)
+                                     .i32(23)
+                                     .i32(0)
+                                     .message('P') +
+                                 F().byte('S').str("s1").message('D') +
+                                 F().str("")
+                                     .str("s1")
+                                     .i16(2)
+                                     .i16(1)
+                                     .i16(0)
+                                     .i16(2)
+                                     .i32(4)
+                                     .raw(net::encode_binary_int4(7))
+                                     .i32(-1)
+                                     .i16(1)
+                                     .i16(1)
+                                     .message('B') +
+                                 F().byte('P').str("").message('D') +
+                                 F().str("").i32(0).message('E') + F().message('S') +
+                                 F().message('H') + F().byte('S').str("s1").message('C');
+    const std::string binary_params = F().str("p")
+                                          .str("")
+                                          .i16(5)
+                                          .i16(1)
+                                          .i16(1)
+                                          .i16(1)
+                                          .i16(1)
+                                          .i16(0)
+                                          .i16(5)
+                                          .i32(2)
+                                          .raw(net::encode_binary_int2(-2))
+                                          .i32(8)
+                                          .raw(net::encode_binary_int8(1))
+                                          .i32(1)
+                                          .raw(net::encode_binary_bool(true))
+                                          .i32(8)
+                                          .raw(ts)
+                                          .i32(3)
+                                          .raw("abc")
+                                          .i16(0)
+                                          .message('B') +
+                                      F().str("p").i32(1).message('E');
+    const std::string copy =
+        F().raw("1\t2\n").message('d') + F().message('c') + F().str("no COPY here").message('f');
+    return {
+        std::string(1, '\x00') + ssl + startup + password + simple,
+        std::string(1, '\x04') + gss + ssl + startup + extended,
+        std::string(1, '\x00') + cancel,
+        std::string(1, '\x02') + extended + binary_params,
+        std::string(1, '\x0b') + simple + copy,
+        std::string(1, '\x03') + F().str("SELECT 1").message('Q') + F().message('S'),
+        std::string(1, '\x1e') + copy + binary_params,
+    };
+}
+
+// Query strings for the SQL parser: every statement form and clause of the subset, a few
+// refusals, and multi-statement queries. Each valid seed is checked against the parser here, so
+// a grammar change that breaks one fails this program instead of quietly weakening the corpus.
+std::vector<std::string> sql_parser_seeds() {
+    const std::vector<std::string> valid = {
+        "SELECT 1",
+        "SELECT now(), version(), current_schema()",
+        "SELECT pg_advisory_lock(1, 2)",
+        "SELECT pg_try_advisory_xact_lock($1)",
+        "SELECT GET_LOCK('x', 10), RELEASE_LOCK('x')",
+        "SELECT * FROM accounts WHERE id = 1 FOR UPDATE",
+        "SELECT * FROM jobs WHERE state = 'ready' ORDER BY id DESC LIMIT 1 FOR UPDATE SKIP LOCKED",
+        "SELECT name, owner AS o, version v FROM public.locks WHERE name = $1 AND expires_at > "
+        "now() ORDER BY name, owner ASC LIMIT $2 FOR SHARE NOWAIT",
+        "SELECT count(*) FROM locks WHERE owner IS NOT NULL AND expires_at ISNULL",
+        "SELECT -5, - -3, -2147483648, 9223372036854775807, 1_000, -(a), t.c FROM t",
+        "SELECT '5'::bigint, CAST($1 AS text), timestamptz '2026-01-01 00:00:00+00', "
+        "timestamp with time zone '2026-01-01', 'x'::character varying, TRUE, FALSE, NULL",
+        "SELECT a = b IS NULL, a + 1 - 2 <> b, a <= b, a >= b, a < b, a > b, a != b FROM t",
+        "SELECT \"Quoted \"\"Name\"\"\", 'it''s' AS \"select\", 'a'\n 'b' FROM \"T\"",
+        "/* nested /* comment */ */ SELECT 1 -- trailing\n",
+        "SELECT CURRENT_TIMESTAMP",
+        "INSERT INTO locks (name, owner) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING name",
+        "INSERT INTO t VALUES (1, 'a', now()), (2, NULL, '2026-01-01'::timestamptz) RETURNING *",
+        "UPDATE items SET value = $1, version = version + 1 WHERE id = $2 AND version = $3",
+        "UPDATE ONLY t SET a = a - 1 RETURNING a, b AS c",
+        "DELETE FROM locks WHERE name = $1 AND owner = $2 RETURNING name",
+        "DELETE FROM t",
+        "CREATE TABLE locks (name text PRIMARY KEY, owner text, version bigint NOT NULL DEFAULT 0, "
+        "expires_at timestamptz)",
+        "CREATE TABLE IF NOT EXISTS t (a varchar(20) UNIQUE NULL, b int DEFAULT -1, c integer, d "
+        "int8, e boolean DEFAULT true, f timestamp with time zone DEFAULT now(), g character "
+        "varying(5), h bool, i int4)",
+        "DROP TABLE IF EXISTS public.t CASCADE",
+        "BEGIN; SELECT 1; COMMIT",
+        "BEGIN TRANSACTION ISOLATION LEVEL READ COMMITTED, READ WRITE",
+        "START TRANSACTION; ROLLBACK; ABORT WORK; END",
+        "SET DateStyle = 'ISO'",
+        "SET client_encoding TO 'UTF8'; SET SESSION x = -1.5; SET TIME ZONE 'UTC'; RESET ALL",
+        "SET application_name = \"app\"; SET x TO DEFAULT; SET NAMES 'UTF8'; RESET x",
+        "SHOW transaction_isolation; SHOW ALL; SHOW TRANSACTION ISOLATION LEVEL; SHOW TIME ZONE",
+        ";; ;",
+    };
+    for (const std::string& query : valid) {
+        if (!raftlock::statemachine::sql::parse(query, {}).ok()) {
+            fmt::print(stderr, "fuzz_seeds: a SQL seed does not parse: {}\n", query);
+            std::exit(1);
+        }
+    }
+    std::vector<std::string> seeds = valid;
+    for (const char* refused : {
+             "SELECT * FROM a JOIN b ON a.x = b.x WHERE a = 1 OR b = 2",
+             "SELECT a FROM t GROUP BY a HAVING count(*) > 1 UNION SELECT 1 OFFSET 2",
+             "SELECT 'unterminated",
+             "SELECT 1.5e3, E'x', $$y$$, 0x1F, 99999999999999999999, $0",
+             "WITH x AS (SELECT 1) SELECT (SELECT 2), a IN (1), a LIKE 'b' FROM x",
+             "CREATE TABLE t (a int PRIMARY KEY, a text, CHECK (a > 0))",
+             "INSERT INTO t (a, a) VALUES (1), (1, 2) ON CONFLICT (a) DO UPDATE SET a = 1",
+         }) {
+        seeds.emplace_back(refused);
+    }
+    return seeds;
+}
+
+// Session scripts for the SQL engine target (tests/fuzz/sql_engine_fuzz.cc): one step per line,
+// the first byte picks the session ('1'..'4'; '~' ends one, '!' cancels its wait, '+' moves time).
+std::vector<std::string> sql_engine_seeds() {
+    return {
+        "1SELECT pg_advisory_lock(1)\n2SELECT pg_advisory_lock(1)\n1SELECT pg_advisory_unlock(1)\n"
+        "2SELECT pg_try_advisory_lock(1)\n3SELECT pg_advisory_lock_shared(1)\n+xxxxx\n",
+        "1SELECT pg_advisory_lock(1)\n2SELECT pg_advisory_lock(2)\n1SELECT pg_advisory_lock(2)\n"
+        "2SELECT pg_advisory_lock(1)\n~\n",
+        "1SELECT GET_LOCK('a', 10)\n2SELECT GET_LOCK('A', 1)\n+xxxx\n2SELECT IS_USED_LOCK('a')\n"
+        "1SELECT RELEASE_ALL_LOCKS()\n",
+        "1CREATE TABLE locks (name text PRIMARY KEY, owner text, version bigint NOT NULL DEFAULT "
+        "0)\n"
+        "1BEGIN\n1INSERT INTO locks (name, owner) VALUES ('a', 'x')\n"
+        "2INSERT INTO locks (name, owner) VALUES ('a', 'y') ON CONFLICT DO NOTHING RETURNING *\n"
+        "1COMMIT\n2SELECT * FROM locks\n",
+        "1CREATE TABLE t (id int PRIMARY KEY, v int)\n1INSERT INTO t VALUES (1, 0), (2, 0)\n"
+        "1BEGIN\n1SELECT * FROM t WHERE id = 1 FOR UPDATE\n2UPDATE t SET v = v + 1 WHERE id = 1\n"
+        "3SELECT id FROM t ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED\n!\n1ROLLBACK\n",
+        "1CREATE TABLE t (id int PRIMARY KEY, v text, version int NOT NULL DEFAULT 0)\n"
+        "1INSERT INTO t (id, v) VALUES (1, 'a')\n1BEGIN\n2BEGIN\n"
+        "1UPDATE t SET v = 'b', version = version + 1 WHERE id = 1 AND version = 0\n"
+        "2UPDATE t SET v = 'c', version = version + 1 WHERE id = 1 AND version = 0\n1COMMIT\n"
+        "2COMMIT\n2DELETE FROM t WHERE id = 1 RETURNING v\n",
+    };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -196,5 +403,8 @@ int main(int argc, char** argv) {
     write_seeds(dir / "command", command_seeds());
     write_seeds(dir / "resp", resp_seeds());
     write_seeds(dir / "keyspace", keyspace_seeds());
+    write_seeds(dir / "sql_parser", sql_parser_seeds());
+    write_seeds(dir / "sql_engine", sql_engine_seeds());
+    write_seeds(dir / "pg_codec", pg_codec_seeds());
     return 0;
 }

@@ -411,6 +411,16 @@ TEST_CASE("every cross-field rule is checked and named", "[server][config]") {
          "(at most 99)"},
         {with("--session-timeout-max-ms", "999"),
          "--session-timeout-max-ms 999: expected at least --session-timeout-min-ms (1000)"},
+        {with("--pg-listen", "127.0.0.1:7002"),
+         "--pg-listen 127.0.0.1:7002: member 2's Raft address: expected an address of its own"},
+        {with("--pg-listen", "127.0.0.1:7201"),
+         "--pg-listen 127.0.0.1:7201: same as the client or admin port: expected an address of "
+         "its own"},
+        {with(with("--pg-listen", "127.0.0.1:7401"), "--redis-listen", {"127.0.0.1:7401"}),
+         "--pg-listen 127.0.0.1:7401: same as --redis-listen: expected an address of its own"},
+        {with(with("--pg-listen", "127.0.0.1:7401"), "--session-timeout-max-ms", {"5000"}),
+         "--pg-session-timeout-ms 10000: expected within --session-timeout-min-ms 1000 and "
+         "--session-timeout-max-ms 5000"},
     };
     for (const Case& c : cases) {
         INFO(c.message);
@@ -524,10 +534,11 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
         {"colour = 1\n",
          "unknown key colour in {}: expected one of id, cluster_id, members, "
          "initial_cluster_state, client_listen, "
-         "admin_listen, redis_listen, redis_password, data_dir, tick_ms, election_timeout_ms, "
-         "heartbeat_interval_ms, "
+         "admin_listen, redis_listen, redis_password, pg_listen, pg_password, data_dir, "
+         "tick_ms, election_timeout_ms, heartbeat_interval_ms, "
          "session_timeout_min_ms, session_timeout_max_ms, request_timeout_ms, "
-         "snapshot_every_entries, compaction_lag_entries, max_frame_bytes, max_pending_requests, "
+         "pg_session_timeout_ms, snapshot_every_entries, compaction_lag_entries, max_frame_bytes, "
+         "max_pending_requests, "
          "max_watches, max_connections, log_level"},
         {"client_listen = 7101\n",
          "client_listen = 7101 in {}: expected a string: client_listen = \"...\""},

@@ -102,7 +102,7 @@ TEST_CASE("a snapshot of another format version is refused, even with a valid ch
     build_rich_state(h);
     std::string bytes = h.sm.snapshot();
     std::string body = bytes.substr(0, bytes.size() - 4);
-    body[4] = 3;  // the version byte follows the 4-byte magic; 1 and 2 are known
+    body[4] = 4;  // the version byte follows the 4-byte magic; 1, 2 and 3 are known
     std::string resealed = body;
     Writer w(&resealed);
     w.fixed32(crc32c(body));
@@ -110,23 +110,52 @@ TEST_CASE("a snapshot of another format version is refused, even with a valid ch
     CHECK(target.restore(resealed) == ErrorCode::kMalformedCommand);
 }
 
-TEST_CASE("a version 1 snapshot (before the Redis keyspace) still restores",
-          "[statemachine][snapshot]") {
+// build_rich_state's snapshot as version 2 wrote it (before the SQL engine), produced by the code
+// of commit 83b5284 (snapshot_test's state, printed in hex).
+constexpr std::string_view kRichStateV2Hex =
+    "524c534d020fd00f0e0201a09c01d00f0006010000042f617070040404d00fd00f0000000006000000000200"
+    "00062f6170702f65050505d00fd00f000001000200000000030000022f63070707d00fd00f00000000000000"
+    "0000040000082f632f6368696c64080808d00fd00f000000000000000000050000042f74746c090909d00fd0"
+    "0f0000000000000000000600000000000000000000000000010a010002a09c01d00f0003010000112f617070"
+    "2f712d30303030303030303031060606d00fd00f000002000000000000020000000000000000000000000002"
+    "0000000300000000000000000000000000010d010007012f00000000000900000006000600042f6170700363"
+    "66670000040406d00fd00f0004000406062f6170702f6501780100050505d00fd00f0000010002112f617070"
+    "2f712d30303030303030303031000300060606d00fd00f0000020000022f63000400070708d00fd00f000200"
+    "0200082f632f6368696c64000000080808d00fd00f0000000000042f74746c0005904e090909d00fd00f0000"
+    "000000030144000100c03e904e0000014c000100f02e00010101770ad00f010102017700d00ff0ab01015001"
+    "03020000010201310dd00f010003904e0101440000e05d02042f74746c0900f0ab0100014c0201770000000f"
+    "4631ce";
+
+std::string from_hex(std::string_view hex) {
+    std::string out;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+        out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+    }
+    return out;
+}
+
+TEST_CASE(
+    "version 1 and 2 snapshots (before the Redis keyspace, before the SQL engine) still "
+    "restore",
+    "[statemachine][snapshot]") {
     Harness h;
     build_rich_state(h);
-    std::string bytes = h.sm.snapshot();
+    const std::string v2 = from_hex(kRichStateV2Hex);
+    StateMachine from_v2;
+    REQUIRE(from_v2.restore(v2) == ErrorCode::kOk);
+    CHECK(from_v2.snapshot() == h.sm.snapshot());
     // Version 2 appended the keyspace section: with no keys, scripts or origins it is three zero
     // counts. Without them, and with version 1, this is what version 1 wrote.
-    std::string body = bytes.substr(0, bytes.size() - 4);
+    std::string body = v2.substr(0, v2.size() - 4);
     REQUIRE(body.ends_with(std::string(3, '\0')));
     body.resize(body.size() - 3);
     body[4] = 1;
     std::string v1 = body;
     Writer w(&v1);
     w.fixed32(crc32c(body));
-    StateMachine target;
-    REQUIRE(target.restore(v1) == ErrorCode::kOk);
-    CHECK(target.snapshot() == bytes);
+    StateMachine from_v1;
+    REQUIRE(from_v1.restore(v1) == ErrorCode::kOk);
+    CHECK(from_v1.snapshot() == h.sm.snapshot());
 }
 
 TEST_CASE("a resealed snapshot with inconsistent content is refused", "[statemachine][snapshot]") {

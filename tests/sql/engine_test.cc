@@ -1,0 +1,418 @@
+// The SQL engine (statemachine/sql/engine.h): lock functions, tables, transactions, row locks,
+// waits and their ends, snapshots. Each test drives sessions by hand, as the front end would, and
+// checks the engine's invariants after every step.
+
+#include "statemachine/sql/engine.h"
+
+#include <map>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+namespace raftlock::statemachine::sql {
+namespace {
+
+// Rows as "a|b;c|d", NULL as "null".
+std::string rows_text(const StatementResult& r) {
+    std::string out;
+    for (const std::vector<Value>& row : r.rows) {
+        if (!out.empty()) {
+            out += ";";
+        }
+        for (size_t i = 0; i < row.size(); ++i) {
+            out += (i > 0 ? "|" : "") + to_text(row[i]).value_or("null");
+        }
+    }
+    return out;
+}
+
+class Harness {
+public:
+    // Runs a statement; nullopt when it waits.
+    std::optional<StatementResult> run(SessionId s,
+                                       const std::string& text,
+                                       std::vector<Value> params = {},
+                                       TimeMs lock_timeout_ms = 0) {
+        const uint64_t ticket = ++tickets_[s];
+        std::optional<StatementResult> r =
+            engine.execute(s, ticket, {text, std::move(params), lock_timeout_ms}, now_ms, events);
+        check();
+        return r;
+    }
+    // A statement that must succeed now; returns its rows as text.
+    std::string ok(SessionId s, const std::string& text, std::vector<Value> params = {}) {
+        std::optional<StatementResult> r = run(s, text, std::move(params));
+        INFO(text);
+        REQUIRE(r.has_value());
+        INFO((r->error ? r->error->sqlstate + " " + r->error->message : std::string()));
+        REQUIRE(!r->error);
+        last_tag = r->tag;
+        return rows_text(*r);
+    }
+    // A statement that must fail now; returns "SQLSTATE message".
+    std::string fails(SessionId s, const std::string& text) {
+        std::optional<StatementResult> r = run(s, text);
+        INFO(text);
+        REQUIRE(r.has_value());
+        REQUIRE(r->error.has_value());
+        return r->error->sqlstate + " " + r->error->message;
+    }
+    void waits(SessionId s, const std::string& text, TimeMs lock_timeout_ms = 0) {
+        INFO(text);
+        REQUIRE_FALSE(run(s, text, {}, lock_timeout_ms).has_value());
+        REQUIRE(engine.waiting(s));
+    }
+    // The finished waits reported since the last call, as "s<session>: <rows or error>".
+    std::vector<std::string> take_done() {
+        std::vector<std::string> out;
+        for (const StatementDone& d : events.done) {
+            out.push_back(fmt::format("s{}: {}", d.session,
+                                      d.result.error
+                                          ? d.result.error->sqlstate + " " + d.result.error->message
+                                          : d.result.tag + " " + rows_text(d.result)));
+        }
+        events.done.clear();
+        return out;
+    }
+    void advance(TimeMs ms) {
+        now_ms += ms;
+        engine.advance_time(now_ms, events);
+        check();
+    }
+    void end(SessionId s) {
+        engine.end_session(s, now_ms, events);
+        check();
+    }
+    void check() const {
+        const std::string broken = engine.check_invariants();
+        INFO(broken);
+        REQUIRE(broken.empty());
+    }
+
+    Engine engine;
+    TimeMs now_ms = 1'000'000;
+    EngineEvents events;
+    std::string last_tag;
+
+private:
+    std::map<SessionId, uint64_t> tickets_;
+};
+
+TEST_CASE("an advisory lock is handed to the next waiter when its holder unlocks it",
+          "[sql][engine][advisory]") {
+    Harness h;
+    CHECK(h.ok(1, "SELECT pg_advisory_lock(42)") == "");
+    CHECK(h.ok(2, "SELECT pg_try_advisory_lock(42)") == "f");
+    h.waits(2, "SELECT pg_advisory_lock(42)");
+    CHECK(h.ok(1, "SELECT pg_advisory_unlock(42)") == "t");
+    CHECK(h.take_done() == std::vector<std::string>{"s2: SELECT 1 "});
+    CHECK(h.ok(1, "SELECT pg_try_advisory_lock(42)") == "f");
+    CHECK(h.ok(2, "SELECT pg_advisory_unlock(42)") == "t");
+    CHECK(h.ok(1, "SELECT pg_try_advisory_lock(42)") == "t");
+}
+
+TEST_CASE("session advisory locks stack: locked twice, unlocked twice", "[sql][engine][advisory]") {
+    Harness h;
+    h.ok(1, "SELECT pg_advisory_lock(7)");
+    h.ok(1, "SELECT pg_advisory_lock(7)");
+    CHECK(h.ok(1, "SELECT pg_advisory_unlock(7)") == "t");
+    CHECK(h.ok(2, "SELECT pg_try_advisory_lock(7)") == "f");
+    CHECK(h.ok(1, "SELECT pg_advisory_unlock(7)") == "t");
+    std::optional<StatementResult> third = h.run(1, "SELECT pg_advisory_unlock(7)");
+    REQUIRE(third);
+    CHECK(rows_text(*third) == "f");
+    REQUIRE(third->notices.size() == 1);
+    CHECK(third->notices[0].message == "you don't own a lock of type ExclusiveLock");
+    CHECK(h.ok(2, "SELECT pg_try_advisory_lock(7)") == "t");
+}
+
+TEST_CASE("the one-key and the two-key advisory spaces are separate", "[sql][engine][advisory]") {
+    Harness h;
+    h.ok(1, "SELECT pg_advisory_lock(1)");
+    CHECK(h.ok(2, "SELECT pg_try_advisory_lock(0, 1)") == "t");
+    CHECK(h.ok(2, "SELECT pg_try_advisory_lock(1)") == "f");
+}
+
+TEST_CASE("shared advisory locks share; an exclusive request waits for all of them",
+          "[sql][engine][advisory]") {
+    Harness h;
+    h.ok(1, "SELECT pg_advisory_lock_shared(5)");
+    h.ok(2, "SELECT pg_advisory_lock_shared(5)");
+    h.waits(3, "SELECT pg_advisory_lock(5)");
+    CHECK(h.ok(1, "SELECT pg_advisory_unlock_shared(5)") == "t");
+    CHECK(h.take_done().empty());
+    CHECK(h.ok(2, "SELECT pg_advisory_unlock_all()") == "");
+    CHECK(h.take_done() == std::vector<std::string>{"s3: SELECT 1 "});
+}
+
+TEST_CASE("a transaction-level advisory lock lasts until the transaction ends",
+          "[sql][engine][advisory]") {
+    Harness h;
+    h.ok(1, "SELECT pg_advisory_xact_lock(9)");  // autocommit: released at once
+    CHECK(h.ok(2, "SELECT pg_try_advisory_xact_lock(9)") == "t");
+    h.ok(1, "BEGIN");
+    h.ok(1, "SELECT pg_advisory_xact_lock(9)");
+    CHECK(h.ok(2, "SELECT pg_try_advisory_lock(9)") == "f");
+    std::optional<StatementResult> unlock = h.run(1, "SELECT pg_advisory_unlock(9)");
+    REQUIRE(unlock);
+    CHECK(rows_text(*unlock) == "f");  // unlock never releases a transaction-level hold
+    h.ok(1, "COMMIT");
+    CHECK(h.ok(2, "SELECT pg_try_advisory_lock(9)") == "t");
+}
+
+TEST_CASE("lock_timeout ends a wait with 55P03", "[sql][engine][waits]") {
+    Harness h;
+    h.ok(1, "SELECT pg_advisory_lock(1)");
+    h.waits(2, "SELECT pg_advisory_lock(1)", 250);
+    h.advance(249);
+    CHECK(h.take_done().empty());
+    h.advance(1);
+    CHECK(h.take_done() ==
+          std::vector<std::string>{"s2: 55P03 canceling statement due to lock timeout"});
+    CHECK_FALSE(h.engine.waiting(2));
+    CHECK(h.ok(1, "SELECT pg_advisory_unlock(1)") == "t");
+    CHECK(h.take_done().empty());
+}
+
+TEST_CASE("a wait that would close a cycle fails with 40P01 and the others go on",
+          "[sql][engine][deadlock]") {
+    Harness h;
+    h.ok(1, "SELECT pg_advisory_lock(1)");
+    h.ok(2, "SELECT pg_advisory_lock(2)");
+    h.waits(1, "SELECT pg_advisory_lock(2)");
+    CHECK(h.fails(2, "SELECT pg_advisory_lock(1)") == "40P01 deadlock detected");
+    CHECK(h.ok(2, "SELECT pg_advisory_unlock(2)") == "t");
+    CHECK(h.take_done() == std::vector<std::string>{"s1: SELECT 1 "});
+}
+
+TEST_CASE("GET_LOCK and its friends answer as MySQL does", "[sql][engine][named]") {
+    Harness h;
+    CHECK(h.ok(1, "SELECT GET_LOCK('job', 10)") == "1");
+    CHECK(h.ok(1, "SELECT GET_LOCK('job', 10)") == "1");  // counted
+    CHECK(h.ok(2, "SELECT GET_LOCK('job', 0)") == "0");
+    CHECK(h.ok(2, "SELECT IS_FREE_LOCK('job')") == "0");
+    CHECK(h.ok(2, "SELECT IS_USED_LOCK('job')") == "1");
+    CHECK(h.ok(2, "SELECT RELEASE_LOCK('job')") == "0");       // held by another session
+    CHECK(h.ok(2, "SELECT RELEASE_LOCK('other')") == "null");  // nobody holds it
+    h.waits(2, "SELECT GET_LOCK('job', 2)");
+    h.advance(2000);
+    CHECK(h.take_done() == std::vector<std::string>{"s2: SELECT 1 0"});  // a timeout returns 0
+    CHECK(h.ok(1, "SELECT RELEASE_ALL_LOCKS()") == "2");
+    CHECK(h.ok(2, "SELECT IS_FREE_LOCK('job')") == "1");
+}
+
+TEST_CASE("GET_LOCK with a negative timeout waits until the lock is released",
+          "[sql][engine][named]") {
+    Harness h;
+    h.ok(1, "SELECT GET_LOCK('x', -1)");
+    h.waits(2, "SELECT GET_LOCK('x', -1)");
+    h.advance(3'600'000);
+    CHECK(h.take_done().empty());
+    CHECK(h.ok(1, "SELECT RELEASE_LOCK('x')") == "1");
+    CHECK(h.take_done() == std::vector<std::string>{"s2: SELECT 1 1"});
+}
+
+TEST_CASE("a lock table with a unique key: insert acquires, delete releases",
+          "[sql][engine][tables]") {
+    Harness h;
+    h.ok(1,
+         "CREATE TABLE locks (name text PRIMARY KEY, owner text NOT NULL, "
+         "version bigint NOT NULL DEFAULT 0)");
+    CHECK(h.ok(1, "INSERT INTO locks (name, owner) VALUES ('a', 'w1') RETURNING name, version") ==
+          "a|0");
+    CHECK(h.last_tag == "INSERT 0 1");
+    CHECK(h.fails(2, "INSERT INTO locks (name, owner) VALUES ('a', 'w2')") ==
+          "23505 duplicate key value violates unique constraint \"locks_pkey\"");
+    CHECK(h.ok(2, "INSERT INTO locks (name, owner) VALUES ('a', 'w2') ON CONFLICT DO NOTHING") ==
+          "");
+    CHECK(h.last_tag == "INSERT 0 0");
+    CHECK(h.ok(1, "DELETE FROM locks WHERE name = 'a' AND owner = 'w1'") == "");
+    CHECK(h.last_tag == "DELETE 1");
+    CHECK(h.ok(2, "INSERT INTO locks (name, owner) VALUES ($1, $2)",
+               {Value::of_unknown("a"), Value::of_unknown("w2")}) == "");
+    CHECK(h.ok(3, "SELECT owner FROM locks WHERE name = 'a'") == "w2");
+}
+
+TEST_CASE("an uncommitted insert of a unique value makes a second insert wait for its outcome",
+          "[sql][engine][tables]") {
+    Harness h;
+    h.ok(1, "CREATE TABLE t (k int PRIMARY KEY, v text)");
+    h.ok(1, "BEGIN");
+    h.ok(1, "INSERT INTO t VALUES (1, 'one')");
+    h.waits(2, "INSERT INTO t VALUES (1, 'uno')");
+    SECTION("the first rolls back: the second inserts") {
+        h.ok(1, "ROLLBACK");
+        CHECK(h.take_done() == std::vector<std::string>{"s2: INSERT 0 1 "});
+        CHECK(h.ok(3, "SELECT v FROM t") == "uno");
+    }
+    SECTION("the first commits: the second is a duplicate") {
+        h.ok(1, "COMMIT");
+        std::vector<std::string> done = h.take_done();
+        REQUIRE(done.size() == 1);
+        CHECK(done[0].starts_with("s2: 23505"));
+        CHECK(h.ok(3, "SELECT v FROM t") == "one");
+    }
+}
+
+TEST_CASE("a transaction's writes are its own until it commits", "[sql][engine][tx]") {
+    Harness h;
+    h.ok(1, "CREATE TABLE t (k int PRIMARY KEY, v text)");
+    h.ok(1, "BEGIN");
+    h.ok(1, "INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+    CHECK(h.ok(1, "SELECT k, v FROM t ORDER BY k DESC") == "2|b;1|a");
+    CHECK(h.ok(1, "SELECT v AS k, k AS v FROM t ORDER BY k") == "a|1;b|2");  // output names win
+    CHECK(h.ok(2, "SELECT count(*) FROM t") == "0");
+    CHECK(h.engine.tx_status(1) == TxStatus::kInBlock);
+    h.ok(1, "COMMIT");
+    CHECK(h.ok(2, "SELECT count(*) FROM t") == "2");
+    h.ok(1, "BEGIN");
+    h.ok(1, "DELETE FROM t WHERE k = 1");
+    h.ok(1, "ROLLBACK");
+    CHECK(h.ok(2, "SELECT k FROM t") == "1;2");
+}
+
+TEST_CASE("an error inside a block fails it until ROLLBACK", "[sql][engine][tx]") {
+    Harness h;
+    h.ok(1, "BEGIN");
+    CHECK(h.fails(1, "SELECT * FROM missing") == "42P01 relation \"missing\" does not exist");
+    CHECK(h.engine.tx_status(1) == TxStatus::kFailed);
+    CHECK(h.fails(1, "SELECT 1").starts_with("25P02"));
+    std::optional<StatementResult> commit = h.run(1, "COMMIT");
+    REQUIRE(commit);
+    CHECK(commit->tag == "ROLLBACK");
+    CHECK(commit->tx_status == TxStatus::kIdle);
+}
+
+TEST_CASE(
+    "SELECT FOR UPDATE holds the row until commit; an UPDATE waits and then sees the "
+    "committed row",
+    "[sql][engine][rows]") {
+    Harness h;
+    h.ok(1, "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL)");
+    h.ok(1, "INSERT INTO accounts VALUES (1, 100)");
+    h.ok(1, "BEGIN");
+    CHECK(h.ok(1, "SELECT balance FROM accounts WHERE id = 1 FOR UPDATE") == "100");
+    h.waits(2, "UPDATE accounts SET balance = balance + 1 WHERE id = 1");
+    CHECK(h.fails(3, "SELECT * FROM accounts WHERE id = 1 FOR UPDATE NOWAIT") ==
+          "55P03 could not obtain lock on row in relation \"accounts\"");
+    CHECK(h.ok(3, "SELECT id FROM accounts FOR UPDATE SKIP LOCKED") == "");
+    h.ok(1, "UPDATE accounts SET balance = balance - 50 WHERE id = 1");
+    h.ok(1, "COMMIT");
+    CHECK(h.take_done() == std::vector<std::string>{"s2: UPDATE 1 "});
+    CHECK(h.ok(3, "SELECT balance FROM accounts") == "51");
+}
+
+TEST_CASE("the optimistic version column lets exactly one of two writers win",
+          "[sql][engine][rows]") {
+    Harness h;
+    h.ok(1, "CREATE TABLE items (id int PRIMARY KEY, value text, version int NOT NULL)");
+    h.ok(1, "INSERT INTO items VALUES (1, 'v0', 0)");
+    h.ok(1, "BEGIN");
+    h.ok(2, "BEGIN");
+    h.ok(1, "UPDATE items SET value = 'a', version = version + 1 WHERE id = 1 AND version = 0");
+    CHECK(h.last_tag == "UPDATE 1");
+    h.waits(2, "UPDATE items SET value = 'b', version = version + 1 WHERE id = 1 AND version = 0");
+    h.ok(1, "COMMIT");
+    CHECK(h.take_done() == std::vector<std::string>{"s2: UPDATE 0 "});
+    h.ok(2, "COMMIT");
+    CHECK(h.ok(3, "SELECT value, version FROM items") == "a|1");
+}
+
+TEST_CASE("a session's end rolls back its transaction and hands its locks on",
+          "[sql][engine][sessions]") {
+    Harness h;
+    h.ok(1, "CREATE TABLE t (k int PRIMARY KEY)");
+    h.ok(1, "SELECT pg_advisory_lock(3)");
+    h.ok(1, "BEGIN");
+    h.ok(1, "INSERT INTO t VALUES (1)");
+    h.waits(2, "SELECT pg_advisory_lock(3)");
+    h.waits(3, "INSERT INTO t VALUES (1)");
+    h.end(1);
+    CHECK(h.take_done() == std::vector<std::string>{"s2: SELECT 1 ", "s3: INSERT 0 1 "});
+    CHECK(h.engine.tx_status(1) == TxStatus::kIdle);
+}
+
+TEST_CASE("a cancelled wait ends with 57014 and holds nothing", "[sql][engine][waits]") {
+    Harness h;
+    h.ok(1, "SELECT pg_advisory_lock(1)");
+    h.waits(2, "SELECT pg_advisory_lock(1)");
+    h.engine.cancel(2, h.now_ms, h.events);
+    h.check();
+    CHECK(h.take_done() ==
+          std::vector<std::string>{"s2: 57014 canceling statement due to user request"});
+    h.ok(1, "SELECT pg_advisory_unlock(1)");
+    CHECK(h.take_done().empty());
+    CHECK(h.ok(3, "SELECT pg_try_advisory_lock(1)") == "t");
+}
+
+TEST_CASE("a snapshot round-trips tables, open transactions, waits and locks",
+          "[sql][engine][snapshot]") {
+    Harness h;
+    h.ok(1, "CREATE TABLE t (k int PRIMARY KEY, v text, at timestamptz DEFAULT now())");
+    h.ok(1, "INSERT INTO t (k, v) VALUES (1, 'a')");
+    h.ok(1, "BEGIN");
+    h.ok(1, "UPDATE t SET v = 'b' WHERE k = 1");
+    h.ok(2, "SELECT pg_advisory_lock(5)");
+    h.waits(3, "SELECT pg_advisory_lock(5)", 1000);
+    std::string bytes;
+    Writer w(&bytes);
+    h.engine.write(w);
+    Engine copy;
+    Reader r(bytes);
+    REQUIRE(copy.read(r));
+    REQUIRE(r.at_end());
+    std::string again;
+    Writer w2(&again);
+    copy.write(w2);
+    CHECK(again == bytes);
+    // The copy goes on exactly as the original.
+    EngineEvents events;
+    copy.advance_time(h.now_ms + 1000, events);
+    REQUIRE(events.done.size() == 1);
+    CHECK(events.done[0].result.error->sqlstate == "55P03");
+    for (size_t cut = 0; cut < bytes.size(); cut += 7) {
+        Engine truncated;
+        Reader tr(std::string_view(bytes).substr(0, cut));
+        CHECK_FALSE((truncated.read(tr) && tr.at_end()));
+    }
+}
+
+TEST_CASE("a read-only query that fails reports its error and changes nothing",
+          "[sql][engine][errors]") {
+    Harness h;
+    h.ok(1, "CREATE TABLE t (k int)");
+    for (const char* text :
+         {"SELECT pg_sleep(0)", "SELECT nope FROM t", "SELECT * FROM missing", "SELECT 1 +"}) {
+        INFO(text);
+        const StatementResult r = h.engine.query(2, {text, {}, 0}, h.now_ms);
+        REQUIRE(r.error.has_value());
+        CHECK(r.tx_status == TxStatus::kIdle);
+    }
+    h.check();
+}
+
+TEST_CASE("errors carry PostgreSQL's SQLSTATEs", "[sql][engine][errors]") {
+    Harness h;
+    h.ok(1, "CREATE TABLE t (k int PRIMARY KEY, name varchar(3) NOT NULL)");
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"INSERT INTO t VALUES (1, 'abcd')", "22001"},
+        {"INSERT INTO t VALUES ('x', 'a')", "22P02"},
+        {"INSERT INTO t VALUES (3000000000, 'a')", "22003"},
+        {"INSERT INTO t (k) VALUES (1)", "23502"},
+        {"INSERT INTO t (k, nope) VALUES (1, 'a')", "42703"},
+        {"SELECT * FROM nope", "42P01"},
+        {"SELECT nope FROM t", "42703"},
+        {"CREATE TABLE t (k int)", "42P07"},
+        {"SELECT 'a' + 1", "22P02"},
+        {"SELECT no_such_function()", "42883"},
+        {"SELECT 1 +", "42601"},
+        {"SELECT 2147483647 + 1", "22003"},
+    };
+    for (const auto& [sql, sqlstate] : cases) {
+        INFO(sql);
+        CHECK(h.fails(1, sql).substr(0, 5) == sqlstate);
+    }
+}
+
+}  // namespace
+}  // namespace raftlock::statemachine::sql
