@@ -1,8 +1,11 @@
 // raftlock-bench: one load generator for raftlock and for the systems it is compared with (etcd,
-// ZooKeeper, Redis), so every system is driven by the same scenario code (bench/scenario.h) from
-// the same kind of C++ client. bench/compare.sh runs it against each system in turn.
+// ZooKeeper, Redis, PostgreSQL), so every system is driven by the same scenario code
+// (bench/scenario.h) from the same kind of C++ client. bench/compare.sh runs it against each
+// system in turn. `postgres` speaks PostgreSQL's protocol: to raftlock's SQL mode (the nodes' pg
+// ports, the default endpoints) or to a real PostgreSQL; it has no watches, so watch.latency is
+// reported as not applicable for it.
 //
-//   raftlock-bench --system raftlock|etcd|zookeeper|redis|floor --scenario NAME[,NAME...]
+//   raftlock-bench --system raftlock|etcd|zookeeper|redis|postgres|floor --scenario NAME[,...]
 //                  [--endpoints LIST] [--clients N[,N...]] [--watchers N[,N...]]
 //                  [--duration S] [--warmup S] [--rate OPS_PER_S] [--value-bytes B]
 //                  [--lock-wait-ms MS] [--fifo-slack-us US] [--dir DIR]
@@ -210,6 +213,9 @@ std::string default_endpoints(const std::string& system) {
     if (system == "zookeeper") {
         return "127.0.0.1:2181";
     }
+    if (system == "postgres") {
+        return "127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403";
+    }
     return "127.0.0.1:6379";
 }
 
@@ -232,6 +238,12 @@ std::unique_ptr<Driver> make_driver(Args& a) {
             usage_error(
                 "this build has no ZooKeeper driver (install libzookeeper-mt-dev and "
                 "configure again)");
+        }
+    } else if (a.system == "postgres") {
+        driver = make_postgres_driver(endpoints);
+        if (!driver) {
+            usage_error(
+                "this build has no PostgreSQL driver (install libpq-dev and configure again)");
         }
     } else {
         usage_error("unknown system " + a.system);
@@ -278,6 +290,19 @@ int main(int argc, char** argv) {
                 fmt::format("scenario {} does not go with --system {}", scenario, args.system));
         }
         const bool watch = scenario == "watch.latency";
+        if (watch && args.system == "postgres") {
+            // Neither the SQL mode nor this driver has watches: a note, not a failed run.
+            RunResult r;
+            r.system = driver->name();
+            r.scenario = scenario;
+            r.mode = "closed";
+            r.note = "not applicable: the SQL mode has no watches (no LISTEN/NOTIFY)";
+            fmt::print("{}\n", to_text(r));
+            if (json != nullptr) {
+                fmt::print(json, "{}\n", to_json(r, args.label));
+            }
+            continue;
+        }
         // session.keepalive has one writer; its sizes are --idle-sessions.
         const std::vector<int> once = {1};
         const bool single = scenario == "session.keepalive";

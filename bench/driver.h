@@ -1,7 +1,7 @@
 #pragma once
 
-// The interface every measured system implements (raftlock, Redis, ZooKeeper, etcd), so the same
-// scenario code drives them all.
+// The interface every measured system implements (raftlock, Redis, ZooKeeper, etcd, PostgreSQL),
+// so the same scenario code drives them all.
 //
 // A Driver names a system and opens Sessions. A Session is one client of that system (its own
 // connection and, where the system has them, its own session or lease) used by one load thread at
@@ -111,6 +111,10 @@ std::unique_ptr<Driver> make_redis_driver(const std::string& endpoints);
 std::unique_ptr<Driver> make_etcd_driver(const std::string& endpoints);
 // Empty when this build has no ZooKeeper C client (libzookeeper-mt-dev was not found).
 std::unique_ptr<Driver> make_zookeeper_driver(const std::string& endpoints);
+// PostgreSQL's wire protocol through libpq, for raftlock's SQL mode (its nodes' pg ports) and a
+// real PostgreSQL alike (bench/driver_postgres.cc says how each operation is done). Empty when
+// this build has no libpq (libpq-dev was not found) or `endpoints` does not parse.
+std::unique_ptr<Driver> make_postgres_driver(const std::string& endpoints);
 
 // "a:1,b:2" -> {{"a", 1}, {"b", 2}}; an error names the bad item.
 struct HostPort {

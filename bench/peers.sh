@@ -24,16 +24,21 @@
 #   redis          one redis-server 7.0 (Debian redis-server) on 16379, appendonly yes,
 #                  appendfsync always: durable, but one process, no replication, no consensus
 #   redis-nofsync  the same redis-server with no persistence at all (no AOF, no RDB)
+#   postgres       one PostgreSQL 15 (Debian postgresql-15) on 15432, a throwaway cluster made by
+#                  initdb, trust auth on 127.0.0.1, fsync=on, synchronous_commit=on (its
+#                  defaults, given explicitly), max_connections=200: durable, but one process, no
+#                  replication. It runs as the postgres OS user (PostgreSQL refuses root);
+#                  measure it with raftlock-bench --system postgres, as raftlock's SQL mode
 #
 # Data lives under $BENCH_DATA_DIR (default /tmp/raftlock-bench; on this machine /tmp is the same
 # ext4 disk as everything else, not a tmpfs: keep it on a real disk or fsync costs nothing).
 #
-# Packages: `apt-get install -y etcd-server zookeeper redis-server libzookeeper-mt-dev` runs when
-# one of them is missing. On a machine with systemd, installing etcd-server or redis-server starts
-# their default service (ports 2379/2380, 6379); this script stops those units, but only when it
-# installed the package itself in this call, so a service someone already ran is left alone. The
-# units stay enabled (they would start again at boot); `systemctl disable etcd redis-server` if
-# that is unwanted.
+# Packages: `apt-get install -y etcd-server zookeeper redis-server libzookeeper-mt-dev
+# postgresql-15` runs when one of them is missing. On a machine with systemd, installing
+# etcd-server, redis-server or postgresql-15 starts their default service (ports 2379/2380, 6379,
+# 5432); this script stops those units, but only when it installed the package itself in this
+# call, so a service someone already ran is left alone. The units stay enabled (they would start
+# again at boot); `systemctl disable etcd redis-server postgresql` if that is unwanted.
 #
 # Environment: BENCH_DATA_DIR, RAFTLOCK_BUILD_DIR (default build).
 set -euo pipefail
@@ -76,6 +81,7 @@ ensure_packages() {
                 etcd-server) unit=etcd ;;
                 redis-server) unit=redis-server ;;
                 zookeeper) unit=zookeeper ;;
+                postgresql-15) unit=postgresql ;;
                 *) continue ;;
             esac
             if systemctl is-active --quiet "$unit" 2>/dev/null; then
@@ -86,7 +92,9 @@ ensure_packages() {
     fi
 }
 
-all_packages() { ensure_packages etcd-server zookeeper redis-server libzookeeper-mt-dev; }
+all_packages() {
+    ensure_packages etcd-server zookeeper redis-server libzookeeper-mt-dev postgresql-15
+}
 
 # --- processes ------------------------------------------------------------------------------------
 
@@ -118,10 +126,12 @@ stop_system() {
         say "$1: nothing to stop"
         return 0
     }
-    local pids pid deadline=$((SECONDS + stop_deadline_s))
+    local pids pid deadline=$((SECONDS + stop_deadline_s)) signal=TERM
+    # PostgreSQL's SIGTERM waits for every client to leave; SIGINT is its fast shutdown.
+    [ "$1" = postgres ] && signal=INT
     pids=$(alive_pids)
     for pid in $pids; do
-        kill -TERM "$pid" 2>/dev/null || true
+        kill "-$signal" "$pid" 2>/dev/null || true
     done
     while [ -n "$(alive_pids)" ] && [ $SECONDS -lt $deadline ]; do
         sleep 0.2
@@ -353,6 +363,36 @@ start_redis() {
 
 redis_healthy() { [ "$(redis-cli -p 16379 ping 2>/dev/null)" = PONG ]; }
 
+# --- PostgreSQL -----------------------------------------------------------------------------------
+
+postgres_endpoints() { echo "127.0.0.1:15432"; }
+postgres_bin=/usr/lib/postgresql/15/bin
+
+start_postgres() {
+    ensure_packages postgresql-15
+    local as_postgres=()
+    if [ "$(id -u)" -eq 0 ]; then
+        chown postgres: "$dir"
+        as_postgres=(runuser -u postgres --)
+    fi
+    "${as_postgres[@]}" "$postgres_bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 \
+        --no-instructions >"$dir/initdb.log" 2>&1 || {
+        tail -n 20 "$dir/initdb.log" >&2
+        die "initdb failed"
+    }
+    # setpriv executes the server in its own place (runuser would stay as its parent), so the pid
+    # file holds the postmaster's pid, which stop, pids and status need.
+    [ ${#as_postgres[@]} -eq 0 ] ||
+        as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+    start_process postgres "$dir/postgres.log" "${as_postgres[@]}" "$postgres_bin/postgres" \
+        -D "$dir/data" -c listen_addresses=127.0.0.1 -c port=15432 \
+        -c unix_socket_directories="$dir" -c fsync=on -c synchronous_commit=on \
+        -c max_connections=200
+    wait_healthy postgres postgres_healthy
+}
+
+postgres_healthy() { "$postgres_bin/pg_isready" -q -h 127.0.0.1 -p 15432; }
+
 # --- commands -------------------------------------------------------------------------------------
 
 cmd_endpoints() {
@@ -361,7 +401,8 @@ cmd_endpoints() {
         etcd) etcd_endpoints ;;
         zookeeper) zookeeper_endpoints ;;
         redis | redis-nofsync) redis_endpoints ;;
-        *) die "unknown system '$1' (raftlock, etcd, zookeeper, redis, redis-nofsync)" ;;
+        postgres) postgres_endpoints ;;
+        *) die "unknown system '$1' (raftlock, etcd, zookeeper, redis, redis-nofsync, postgres)" ;;
     esac
 }
 
@@ -373,7 +414,7 @@ cmd_start() {
         die "$system is already running (bench/peers.sh stop $system)"
     fi
     local other
-    for other in raftlock etcd zookeeper redis redis-nofsync; do
+    for other in raftlock etcd zookeeper redis redis-nofsync postgres; do
         [ "$other" = "$system" ] && continue
         if [ -d "$(system_dir "$other")" ]; then
             die "$other is still running or left data: bench/peers.sh stop $other (one at a time)"
@@ -387,6 +428,7 @@ cmd_start() {
         zookeeper) start_zookeeper ;;
         redis) start_redis --appendonly yes --appendfsync always ;;
         redis-nofsync) start_redis --appendonly no ;;
+        postgres) start_postgres ;;
     esac
 }
 
@@ -398,7 +440,9 @@ node_process() {
         raftlock) echo raftlockd ;;
         etcd) echo etcd ;;
         zookeeper) echo zookeeper ;;
-        redis | redis-nofsync) die "$1 is a single process: no nodes to fail over between" ;;
+        redis | redis-nofsync | postgres)
+            die "$1 is a single process: no nodes to fail over between"
+            ;;
     esac
 }
 

@@ -87,17 +87,6 @@ sql::ParseLimits parse_limits() {
     return limits;
 }
 
-// Startup parameter names are case-insensitive, like SET's (the parser folds those).
-std::string ascii_lower(std::string_view s) {
-    std::string out(s);
-    for (char& ch : out) {
-        if (ch >= 'A' && ch <= 'Z') {
-            ch = static_cast<char>(ch - 'A' + 'a');
-        }
-    }
-    return out;
-}
-
 bool is_local(const sql::Statement& statement) {
     return std::holds_alternative<sql::SetVar>(statement) ||
            std::holds_alternative<sql::Show>(statement);
@@ -369,7 +358,7 @@ void PgFrontend::startup(uint64_t id, Conn& c, const net::PgStartup& m) {
     }
     c.user = std::string(*user);
     for (const auto& [name, value] : m.parameters) {
-        const std::string key = ascii_lower(name);
+        const std::string key = sql::ascii_lower(name);
         if (key == "user" || key == "database" || key == "options" || key == "replication") {
             continue;
         }

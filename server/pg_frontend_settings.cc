@@ -91,16 +91,6 @@ constexpr std::array<std::string_view, 10> kReported{
     "session_authorization",
 };
 
-std::string ascii_lower(std::string_view s) {
-    std::string out(s);
-    for (char& ch : out) {
-        if (ch >= 'A' && ch <= 'Z') {
-            ch = static_cast<char>(ch - 'A' + 'a');
-        }
-    }
-    return out;
-}
-
 const Known* find_known(std::string_view key) {
     for (const Known& k : kKnown) {
         if (k.key == key) {
@@ -212,7 +202,7 @@ Result<std::string, sql::SqlError> check_date_style(std::string_view current,
     size_t i = 0;
     while (i < value.size()) {
         const size_t end = value.find_first_of(", \t", i);
-        const std::string token = ascii_lower(
+        const std::string token = sql::ascii_lower(
             value.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i));
         i = end == std::string_view::npos ? value.size() : end + 1;
         if (token.empty() || token == "iso") {
@@ -237,7 +227,7 @@ Result<std::string, sql::SqlError> check_date_style(std::string_view current,
 Result<std::string, sql::SqlError> check_value(const Known& k,
                                                std::string_view current,
                                                std::string_view value) {
-    const std::string v = ascii_lower(trim(value));
+    const std::string v = sql::ascii_lower(trim(value));
     switch (k.check) {
         case Check::kAny:
             return std::string(value);

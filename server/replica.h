@@ -222,6 +222,12 @@ private:
     void submit_write(net::ConnectionId conn, proto::Request& request);
     void drop_pending_writes(net::ConnectionId conn);
     void route_write(const WriteKey& key, PendingWrite& pending);
+    // Queues a write for the leader (proposed here or forwarded) to be answered to
+    // (conn, request_id) when it applies or times out. False, changing nothing, when a write with
+    // the same (client_id, seq) is already pending.
+    bool add_pending_write(net::ConnectionId conn,
+                           uint64_t request_id,
+                           statemachine::Command command);
     bool propose_command(statemachine::Command command);
     void add_read(net::ConnectionId conn, proto::Request&& request);
     void add_keepalive(net::ConnectionId conn, const proto::Request& request);

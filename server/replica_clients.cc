@@ -124,6 +124,20 @@ void Replica::submit_write(net::ConnectionId conn, proto::Request& request) {
     route_write(key, it->second);
 }
 
+bool Replica::add_pending_write(net::ConnectionId conn, uint64_t request_id, sm::Command command) {
+    const WriteKey key{command.client_id, command.seq};
+    const int64_t now_us = clock_.steady_us();
+    auto [it, inserted] = pending_writes_.try_emplace(
+        key, PendingWrite{conn, request_id, std::move(command), now_us,
+                          now_us / 1000 + config_.request_timeout_ms, 0});
+    if (!inserted) {
+        return false;
+    }
+    route_write(key, it->second);
+    schedule_flush();
+    return true;
+}
+
 // Proposes the write (leader) or forwards it to the leader. With no leader known it waits: the
 // next leader gets it (resubmit_after_leader_change) or the request times out.
 void Replica::route_write(const WriteKey& key, PendingWrite& pending) {

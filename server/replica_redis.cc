@@ -37,14 +37,8 @@ void Replica::redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&&
     }
     // Keyed like an OpenSession: (no session, this server's sequence number). Resubmitting it to
     // a new leader is safe: the keyspace applies each (origin, seq) at most once.
-    const WriteKey key{sm::kNoSession, command.seq};
-    const int64_t now_us = clock_.steady_us();
-    auto [it, inserted] = pending_writes_.try_emplace(
-        key, PendingWrite{id, ticket, std::move(command), now_us,
-                          now_us / 1000 + config_.request_timeout_ms, 0});
-    RL_ASSERT(inserted);
-    route_write(key, it->second);
-    schedule_flush();
+    const bool added = add_pending_write(id, ticket, std::move(command));
+    RL_ASSERT(added);
 }
 
 void Replica::redis_closed(net::ConnectionId id) {

@@ -25,14 +25,9 @@ void Replica::sql_open(uint64_t id) {
     sm::Command command;
     command.seq = next_nonce_++;
     command.op = sm::OpenSession{config_.pg_session_timeout_ms};
-    const WriteKey key{sm::kNoSession, command.seq};
-    const int64_t now_us = clock_.steady_us();
-    auto [it, inserted] = pending_writes_.try_emplace(
-        key, PendingWrite{id, command.seq, std::move(command), now_us,
-                          now_us / 1000 + config_.request_timeout_ms, 0});
-    RL_ASSERT(inserted);
-    route_write(key, it->second);
-    schedule_flush();
+    const uint64_t nonce = command.seq;
+    const bool added = add_pending_write(id, nonce, std::move(command));
+    RL_ASSERT(added);
 }
 
 // A result the request path made up itself (no leader, a timeout, a limit) carries the session's
@@ -79,14 +74,8 @@ void Replica::sql_statement(
                                             "SQL mode's limits"));
         return;
     }
-    const WriteKey key{session, seq};
-    const int64_t now_us = clock_.steady_us();
-    auto [it, inserted] = pending_writes_.try_emplace(
-        key, PendingWrite{id, seq, std::move(command), now_us,
-                          now_us / 1000 + config_.request_timeout_ms, 0});
-    RL_ASSERT(inserted);
-    route_write(key, it->second);
-    schedule_flush();
+    const bool added = add_pending_write(id, seq, std::move(command));
+    RL_ASSERT(added);  // seqs only grow, so no write of this (session, seq) is pending
 }
 
 Result<sql::Description, sql::SqlError> Replica::sql_describe(std::string_view statement) const {
@@ -127,18 +116,10 @@ void Replica::sql_closed(uint64_t id, uint64_t session) {
 }
 
 // A write nobody waits for (connection 0 answers nowhere): proposed, or forwarded to the leader,
-// and resubmitted to new leaders like any pending write until it applies or times out.
+// and resubmitted to new leaders like any pending write until it applies or times out. The same
+// request already on its way is not sent twice.
 void Replica::propose_unanswered(sm::Command command) {
-    const WriteKey key{command.client_id, command.seq};
-    const int64_t now_us = clock_.steady_us();
-    auto [it, inserted] = pending_writes_.try_emplace(
-        key, PendingWrite{0, 0, std::move(command), now_us,
-                          now_us / 1000 + config_.request_timeout_ms, 0});
-    if (!inserted) {
-        return;  // the same request is already on its way
-    }
-    route_write(key, it->second);
-    schedule_flush();
+    (void)add_pending_write(0, 0, std::move(command));
 }
 
 // The applied entry of a pending write from the PostgreSQL port: an OpenSession or a statement.

@@ -77,30 +77,6 @@ std::string literal_text(const Value& v) {
     RL_PANIC("unknown Type");
 }
 
-std::string_view op_text(BinaryOp op) {
-    switch (op) {
-        case BinaryOp::kEq:
-            return "=";
-        case BinaryOp::kNe:
-            return "<>";
-        case BinaryOp::kLt:
-            return "<";
-        case BinaryOp::kLe:
-            return "<=";
-        case BinaryOp::kGt:
-            return ">";
-        case BinaryOp::kGe:
-            return ">=";
-        case BinaryOp::kAdd:
-            return "+";
-        case BinaryOp::kSub:
-            return "-";
-        case BinaryOp::kAnd:
-            return "AND";
-    }
-    RL_PANIC("unknown BinaryOp");
-}
-
 const Expr& operand(const Expr& e, size_t i) {
     RL_ASSERT(i < e.args.size());
     RL_ASSERT(e.args[i] != nullptr);
@@ -246,7 +222,7 @@ std::string to_string(const Expr& e) {
         case Expr::Kind::kFunction:
             return fmt::format("fn {}({})", name_text(e.name), joined(e.args));
         case Expr::Kind::kBinary:
-            return fmt::format("({} {} {})", to_string(operand(e, 0)), op_text(e.op),
+            return fmt::format("({} {} {})", to_string(operand(e, 0)), to_string(e.op),
                                to_string(operand(e, 1)));
         case Expr::Kind::kNegate:
             return fmt::format("(- {})", to_string(operand(e, 0)));
@@ -297,6 +273,30 @@ std::string to_string(const Statement& statement) {
     const auto* show = std::get_if<Show>(&statement);
     RL_ASSERT(show != nullptr);
     return "show " + name_text(show->name, true);
+}
+
+std::string_view to_string(BinaryOp op) {
+    switch (op) {
+        case BinaryOp::kEq:
+            return "=";
+        case BinaryOp::kNe:
+            return "<>";
+        case BinaryOp::kLt:
+            return "<";
+        case BinaryOp::kLe:
+            return "<=";
+        case BinaryOp::kGt:
+            return ">";
+        case BinaryOp::kGe:
+            return ">=";
+        case BinaryOp::kAdd:
+            return "+";
+        case BinaryOp::kSub:
+            return "-";
+        case BinaryOp::kAnd:
+            return "AND";
+    }
+    RL_PANIC("unknown BinaryOp");
 }
 
 }  // namespace raftlock::statemachine::sql

@@ -152,6 +152,7 @@ struct ParsedStatement {
 // Stable text forms for tests and logs, e.g.
 //   select items=[fn pg_advisory_lock(lit int4 1)] from=""
 std::string to_string(const Expr& expr);
+std::string_view to_string(BinaryOp op);  // "=", "<>", "<", "<=", ">", ">=", "+", "-", "AND"
 std::string to_string(const Statement& statement);
 
 }  // namespace raftlock::statemachine::sql

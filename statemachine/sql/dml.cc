@@ -470,6 +470,26 @@ bool run_insert(Executor& x, const Insert& op) {
     return true;
 }
 
+namespace {
+
+// UPDATE's and DELETE's rows: the names its WHERE and RETURNING use checked, the RETURNING
+// columns described, and the rows this session sees that match, in row order.
+bool target_rows(Executor& x,
+                 const std::string& name,
+                 const Engine::Table& table,
+                 const Expr* where,
+                 const std::vector<SelectItem>& returning,
+                 std::vector<RowRef>& rows) {
+    if ((where != nullptr && !x.check_names(*where, &table)) ||
+        !x.check_names(returning, &table)) {
+        return false;
+    }
+    set_returning(x, returning, table);
+    return matching_rows(x, name, table, where, rows);
+}
+
+}  // namespace
+
 bool run_update(Executor& x, const Update& op) {
     const Engine::Table* table = x.find_table(op.table, 0);
     if (table == nullptr) {
@@ -491,12 +511,8 @@ bool run_update(Executor& x, const Update& op) {
             return false;
         }
     }
-    if ((op.where && !x.check_names(*op.where, table)) || !x.check_names(op.returning, table)) {
-        return false;
-    }
-    set_returning(x, op.returning, *table);
     std::vector<RowRef> rows;
-    if (!matching_rows(x, op.table, *table, op.where.get(), rows)) {
+    if (!target_rows(x, op.table, *table, op.where.get(), op.returning, rows)) {
         return false;
     }
     for (const RowRef& old : rows) {
@@ -536,12 +552,8 @@ bool run_delete(Executor& x, const Delete& op) {
     if (table == nullptr) {
         return false;
     }
-    if ((op.where && !x.check_names(*op.where, table)) || !x.check_names(op.returning, table)) {
-        return false;
-    }
-    set_returning(x, op.returning, *table);
     std::vector<RowRef> rows;
-    if (!matching_rows(x, op.table, *table, op.where.get(), rows)) {
+    if (!target_rows(x, op.table, *table, op.where.get(), op.returning, rows)) {
         return false;
     }
     for (const RowRef& row : rows) {

@@ -37,30 +37,6 @@ std::string_view internal_name(Type t) {
     return "unknown";
 }
 
-std::string_view op_text(BinaryOp op) {
-    switch (op) {
-        case BinaryOp::kEq:
-            return "=";
-        case BinaryOp::kNe:
-            return "<>";
-        case BinaryOp::kLt:
-            return "<";
-        case BinaryOp::kLe:
-            return "<=";
-        case BinaryOp::kGt:
-            return ">";
-        case BinaryOp::kGe:
-            return ">=";
-        case BinaryOp::kAdd:
-            return "+";
-        case BinaryOp::kSub:
-            return "-";
-        case BinaryOp::kAnd:
-            return "AND";
-    }
-    return "?";
-}
-
 // Characters of UTF-8 text (varchar(n) counts characters, not bytes).
 size_t char_count(std::string_view s) {
     return static_cast<size_t>(std::count_if(
@@ -392,7 +368,7 @@ std::optional<Value> Executor::eval_binary(const Expr& e, const Engine::Table* t
     const std::optional<Type> type = common_type(*l, *r);
     if (!type) {
         fail("42883",
-             fmt::format("operator does not exist: {} {} {}", type_name(l->type), op_text(e.op),
+             fmt::format("operator does not exist: {} {} {}", type_name(l->type), to_string(e.op),
                          type_name(r->type)),
              e.pos);
         return std::nullopt;
@@ -435,7 +411,7 @@ std::optional<Value> Executor::eval_arithmetic(const Expr& e,
                                                Type type) {
     if (!is_integer(type)) {
         fail("42883",
-             fmt::format("operator does not exist: {} {} {}", type_name(l.type), op_text(e.op),
+             fmt::format("operator does not exist: {} {} {}", type_name(l.type), to_string(e.op),
                          type_name(r.type)),
              e.pos);
         return std::nullopt;

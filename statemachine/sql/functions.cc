@@ -308,10 +308,7 @@ std::optional<Value> Executor::call_named(const Expr& e, std::vector<Value> args
         return std::nullopt;
     }
     // Lock names are case-insensitive (MySQL and MariaDB compare them so): folded to lower case.
-    std::string folded = lock_name->text;
-    std::transform(folded.begin(), folded.end(), folded.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    const LockKey key{LockSpace::kNamed, std::move(folded)};
+    const LockKey key{LockSpace::kNamed, ascii_lower(lock_name->text)};
     if (name == "get_lock") {
         return get_lock(e, key, args[1]);
     }

@@ -560,4 +560,14 @@ std::optional<std::strong_ordering> compare(const Value& a, const Value& b) {
     RL_PANIC("unknown Type");
 }
 
+std::string ascii_lower(std::string_view s) {
+    std::string out(s);
+    for (char& ch : out) {
+        if (ch >= 'A' && ch <= 'Z') {
+            ch = static_cast<char>(ch - 'A' + 'a');
+        }
+    }
+    return out;
+}
+
 }  // namespace raftlock::statemachine::sql

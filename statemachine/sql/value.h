@@ -70,6 +70,10 @@ std::optional<std::string> to_text(const Value& value);
 // and +HH[:MM[:SS]], +HHMM[SS]; more than six fraction digits round half up.
 std::optional<Value> parse_text(Type type, std::string_view text, bool* out_of_range = nullptr);
 
+// `s` with ASCII letters in lower case: how SQL folds unquoted names, and how the mode compares
+// setting names and named locks.
+std::string ascii_lower(std::string_view s);
+
 // SQL comparison of two non-null values of comparable types (both numeric, both text, both bool,
 // both timestamptz). Nullopt when the types cannot be compared (SQLSTATE 42883).
 std::optional<std::strong_ordering> compare(const Value& a, const Value& b);
