@@ -480,8 +480,7 @@ bool target_rows(Executor& x,
                  const Expr* where,
                  const std::vector<SelectItem>& returning,
                  std::vector<RowRef>& rows) {
-    if ((where != nullptr && !x.check_names(*where, &table)) ||
-        !x.check_names(returning, &table)) {
+    if ((where != nullptr && !x.check_names(*where, &table)) || !x.check_names(returning, &table)) {
         return false;
     }
     set_returning(x, returning, table);
