@@ -195,10 +195,20 @@ void PgFrontend::on_result(uint64_t id, uint64_t seq, const sql::StatementResult
         c.waiting = Waiting::kNothing;  // a FATAL error closed it meanwhile: nobody to tell
         return;
     }
-    RL_ASSERT(c.waiting == Waiting::kStatement);
+    RL_ASSERT(c.waiting == Waiting::kStatement || c.waiting == Waiting::kFailingBlock);
     RL_ASSERT(c.waiting_seq == seq);
+    const bool failing_block = c.waiting == Waiting::kFailingBlock;
     c.waiting = Waiting::kNothing;
     c.tx_status = result.tx_status;
+    if (failing_block) {
+        // Nothing of this result goes to the client: it saw its own error already.
+        if (c.ready_after_block_failure) {
+            c.ready_after_block_failure = false;
+            ready_for_query(c);
+        }
+        pump(id, c);
+        return;
+    }
     if (c.query) {
         RL_ASSERT(c.query->next > 0);
         const uint32_t offset = c.query->pieces[c.query->next - 1].offset_chars;
@@ -210,6 +220,21 @@ void PgFrontend::on_result(uint64_t id, uint64_t seq, const sql::StatementResult
         executed(c, result);
     }
     pump(id, c);
+}
+
+// A syntax error, a bad setting or a bad parameter inside a transaction block fails the block in
+// PostgreSQL, so that a later COMMIT rolls back. Only the engine can record that, and it does for
+// any statement it rejects: the session sends it one it always rejects (an unknown function;
+// kFailBlockStatement), the client having seen its own error already.
+void PgFrontend::fail_block(uint64_t id, Conn& c) {
+    RL_ASSERT(c.waiting == Waiting::kNothing);
+    c.block_failure_pending = false;
+    sql::StatementRequest request;
+    request.text = std::string(kFailBlockStatement);
+    const uint64_t seq = c.next_seq++;
+    c.waiting = Waiting::kFailingBlock;
+    c.waiting_seq = seq;
+    backend_.sql_statement(id, c.session, seq, std::move(request), /*read_only=*/false);
 }
 
 void PgFrontend::on_session_ended(uint64_t id) {
@@ -233,6 +258,10 @@ void PgFrontend::pump(uint64_t id, Conn& c) {
     }
     c.pumping = true;
     while (!c.closing && c.waiting == Waiting::kNothing) {
+        if (c.block_failure_pending) {
+            fail_block(id, c);
+            continue;
+        }
         if (c.query) {
             step_query(id, c);
             continue;
@@ -518,6 +547,11 @@ bool PgFrontend::emit_query_result(Conn& c,
 }
 
 void PgFrontend::ready_for_query(Conn& c) {
+    if (c.block_failure_pending) {
+        // The status is 'E' only once the block has failed in the replicated state.
+        c.ready_after_block_failure = true;
+        return;
+    }
     report_changes(c);  // PostgreSQL reports changed settings just before ReadyForQuery
     net::encode_ready_for_query(wire_status(c.tx_status), c.out);
 }
@@ -525,6 +559,11 @@ void PgFrontend::ready_for_query(Conn& c) {
 // --- results ---------------------------------------------------------------------------------
 
 void PgFrontend::emit_error(Conn& c, const sql::SqlError& error, uint32_t offset_chars) {
+    // An engine's error arrives with the block already failed (its status is kFailed); only an
+    // error found here leaves the block "in progress" where PostgreSQL would have failed it.
+    if (c.tx_status == sql::TxStatus::kInBlock) {
+        c.block_failure_pending = true;
+    }
     net::PgDiagnostic d;
     d.severity = net::PgSeverity::kError;
     d.sqlstate = error.sqlstate;

@@ -98,6 +98,10 @@ struct PgFrontendOptions {
 // Re-entrancy: the backend may answer from inside its own call (sql_open, sql_statement); the
 // front end records the answer and carries on. PgOutput must not call back into the front end
 // (net::PgListener calls on_pg_close from its own turn of the event loop, never from close()).
+// The statement a session sends to fail its transaction block after an error found by the front
+// end itself: the engine rejects it (no such function), which fails the block.
+inline constexpr std::string_view kFailBlockStatement = "SELECT raftlock_fail_transaction_block()";
+
 class PgFrontend final : public net::PgHandler {
 public:
     // Precondition: options.auth_method is "md5" or "password"; options.pipeline_max > 0.
@@ -126,7 +130,9 @@ private:
         kReady,           // the session is open: queries
     };
     // The backend call a connection waits for; its later messages wait with it.
-    enum class Waiting : uint8_t { kNothing, kSession, kStatement };
+    // kFailingBlock: the statement that records, in the replicated state, that the transaction
+    // block failed with an error this front end found itself (see fail_block_statement()).
+    enum class Waiting : uint8_t { kNothing, kSession, kStatement, kFailingBlock };
 
     // One statement of a query string, as it goes to the backend.
     struct Piece {
@@ -163,6 +169,10 @@ private:
         bool close_sent = false;
         bool paused = false;
         bool skip_until_sync = false;  // an extended-protocol error: discard until Sync
+        // An error found here (not by the engine) inside a transaction block: the block must
+        // fail in the replicated state before anything else runs, and ReadyForQuery waits for it.
+        bool block_failure_pending = false;
+        bool ready_after_block_failure = false;
         std::string user;
         std::array<uint8_t, 4> salt{};
         uint64_t session = 0;
@@ -196,6 +206,7 @@ private:
     void open_session(uint64_t id, Conn& c);
     void cancel(const net::PgCancelRequest& m);
     void simple_query(Conn& c, const net::PgQuery& m);
+    void fail_block(uint64_t id, Conn& c);
     void step_query(uint64_t id, Conn& c);
     void submit(uint64_t id, Conn& c, const Piece& piece, std::vector<sql::Value> params);
     bool emit_query_result(Conn& c, const sql::StatementResult& result, uint32_t offset_chars);

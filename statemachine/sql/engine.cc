@@ -95,6 +95,7 @@ std::optional<StatementResult> Engine::run(SessionId session,
         return finish(session, control(session, state, tx->verb, now_ms, wakes), wakes);
     }
     if (state.tx.failed) {
+        // Nothing left to roll back: finish() only keeps the block failed.
         return finish(session,
                       error_result("25P02",
                                    "current transaction is aborted, commands ignored until end of "
@@ -136,10 +137,13 @@ StatementResult Engine::finish(SessionId session,
                                std::deque<LockWake>& wakes) {
     Session& state = sessions_[session];
     if (result.error) {
-        if (state.tx.in_block) {
+        // PostgreSQL aborts the transaction at the error: its writes and locks go at once, and
+        // the block only waits for ROLLBACK (or COMMIT, which then rolls back).
+        const bool in_block = state.tx.in_block;
+        end_transaction(session, state, false, wakes);
+        if (in_block) {
+            state.tx.in_block = true;
             state.tx.failed = true;
-        } else {
-            end_transaction(session, state, false, wakes);
         }
     } else if (!state.tx.in_block) {
         end_transaction(session, state, true, wakes);

@@ -17,8 +17,9 @@
 //   SELECT ... FOR UPDATE/SHARE lock rows until the transaction ends; an uncommitted write of a
 //   unique value locks that value, so a second writer of it waits for the first's outcome.
 // - Outside a transaction block each statement is a transaction of its own (autocommit).
-//   Inside one, an error puts the block in the failed state until ROLLBACK (or COMMIT, which then
-//   rolls back), as PostgreSQL does.
+//   Inside one, an error aborts the transaction at once (its writes are dropped and its locks
+//   released) and leaves the block failed until ROLLBACK (or COMMIT, which then rolls back), as
+//   PostgreSQL does.
 // - Errors anyone can cause (bad SQL, a missing table, a unique violation, a deadlock) are
 //   results with a SQLSTATE, never assertions.
 

@@ -663,6 +663,48 @@ TEST_CASE("notices come before the result and ReadyForQuery shows the transactio
     CHECK(f.take() == "C(ROLLBACK) Z(I)");
 }
 
+TEST_CASE("an error found by the front end inside a block fails the block on the cluster too",
+          "[pg][simple][extended]") {
+    // PostgreSQL fails a transaction block on any error, a syntax error or a bad setting
+    // included, so a later COMMIT rolls back. The front end has the engine record it: it sends
+    // the statement the engine always rejects, and ReadyForQuery waits for its answer.
+    Fixture f;
+    f.ready();
+    f.send(query("begin"));
+    f.answer(done("BEGIN", sql::TxStatus::kInBlock));
+    CHECK(f.take() == "C(BEGIN) Z(T)");
+    f.send(query("selec 1"));
+    CHECK(f.take() == "E(ERROR 42601 syntax error at or near \"selec\" P=1)");
+    REQUIRE(f.backend.statements.size() == 2);
+    CHECK(f.backend.statements.back().request.text == kFailBlockStatement);
+    f.answer(failed({"42883", "function raftlock_fail_transaction_block() does not exist"},
+                    sql::TxStatus::kFailed));
+    CHECK(f.take() == "Z(E)");
+    f.send(query("rollback"));
+    f.answer(done("ROLLBACK"));
+    CHECK(f.take() == "C(ROLLBACK) Z(I)");
+    // The same for an error of the extended protocol, and for a refused setting.
+    f.send(query("begin"));
+    f.answer(done("BEGIN", sql::TxStatus::kInBlock));
+    f.take();
+    f.send(parse_msg("", "selec 1"));
+    f.send(net::PgSync{});
+    CHECK(f.take() == "E(ERROR 42601 syntax error at or near \"selec\" P=1)");
+    CHECK(f.backend.statements.back().request.text == kFailBlockStatement);
+    f.answer(failed({"42883", "no such function"}, sql::TxStatus::kFailed));
+    CHECK(f.take() == "Z(E)");
+    f.send(query("rollback"));
+    f.answer(done("ROLLBACK"));
+    f.take();
+    f.send(query("begin"));
+    f.answer(done("BEGIN", sql::TxStatus::kInBlock));
+    f.take();
+    f.send(query("set lock_timeout = 'abc'"));
+    CHECK(f.backend.statements.back().request.text == kFailBlockStatement);
+    f.answer(failed({"42883", "no such function"}, sql::TxStatus::kFailed));
+    CHECK(f.take().ends_with("Z(E)"));
+}
+
 // --- settings ------------------------------------------------------------------------------------
 
 TEST_CASE("SET lock_timeout is carried by every later statement", "[pg][settings]") {

@@ -271,8 +271,19 @@ TEST_CASE("a transaction's writes are its own until it commits", "[sql][engine][
     CHECK(h.ok(2, "SELECT k FROM t") == "1;2");
 }
 
-TEST_CASE("an error inside a block fails it until ROLLBACK", "[sql][engine][tx]") {
+TEST_CASE("an error inside a block releases its locks at once and fails it until ROLLBACK",
+          "[sql][engine][tx]") {
     Harness h;
+    h.ok(2, "CREATE TABLE t (k int PRIMARY KEY)");
+    h.ok(2, "INSERT INTO t VALUES (1)");
+    h.ok(1, "BEGIN");
+    h.ok(1, "UPDATE t SET k = 1 WHERE k = 1");
+    h.ok(1, "SELECT pg_advisory_xact_lock(77)");
+    h.waits(2, "DELETE FROM t WHERE k = 1");
+    CHECK(h.fails(1, "INSERT INTO t VALUES (1)").starts_with("23505"));
+    CHECK(h.take_done() == std::vector<std::string>{"s2: DELETE 1 "});
+    CHECK(h.ok(2, "SELECT pg_try_advisory_lock(77)") == "t");
+    h.ok(1, "ROLLBACK");
     h.ok(1, "BEGIN");
     CHECK(h.fails(1, "SELECT * FROM missing") == "42P01 relation \"missing\" does not exist");
     CHECK(h.engine.tx_status(1) == TxStatus::kFailed);
