@@ -1,8 +1,12 @@
 #include "net/raft_codec.h"
 
+#include <algorithm>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "raft/assert.h"
+#include "raft/conf_change.h"
 
 namespace raftlock::net {
 
@@ -25,6 +29,29 @@ raft::ConfState conf_state_from_proto(const proto::ConfState& cs) {
     out.learners.assign(cs.learners().begin(), cs.learners().end());
     out.addresses.insert(cs.addresses().begin(), cs.addresses().end());
     return out;
+}
+
+// The counts a message's decoding would allocate for, checked before it does.
+std::optional<DecodeError> check_counts(const proto::RaftMessage& message,
+                                        const raft::PeerInputLimits& limits) {
+    if (message.type() > kMessageTypeMax) {
+        return DecodeError{raft::MessageFault::kMalformed,
+                           fmt::format("unknown message type {}", message.type())};
+    }
+    if (static_cast<uint64_t>(message.entries_size()) > limits.entries_per_message_max) {
+        return DecodeError{raft::MessageFault::kEntriesTooMany,
+                           fmt::format("{} entries, more than {}", message.entries_size(),
+                                       limits.entries_per_message_max)};
+    }
+    const proto::ConfState& conf = message.snapshot_meta().conf_state();
+    const auto lists_max = static_cast<uint64_t>(
+        std::max({conf.voters_size(), conf.learners_size(), conf.addresses_size()}));
+    if (lists_max > raft::kConfMembersMax) {
+        return DecodeError{raft::MessageFault::kMembersTooMany,
+                           fmt::format("a configuration list of {} members, more than {}",
+                                       lists_max, raft::kConfMembersMax)};
+    }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -65,9 +92,10 @@ void to_proto(const raft::Message& message, proto::RaftMessage& out) {
     out.set_snapshot_chunk(message.snapshot_chunk);
 }
 
-Result<raft::Message, std::string> from_proto(const proto::RaftMessage& message) {
-    if (message.type() > kMessageTypeMax) {
-        return fmt::format("unknown message type {}", message.type());
+Result<raft::Message, DecodeError> decode_raft_message(const proto::RaftMessage& message,
+                                                       const raft::PeerInputLimits& limits) {
+    if (std::optional<DecodeError> error = check_counts(message, limits)) {
+        return *std::move(error);
     }
     raft::Message out;
     out.type = static_cast<raft::MessageType>(message.type());
@@ -80,7 +108,8 @@ Result<raft::Message, std::string> from_proto(const proto::RaftMessage& message)
     for (int i = 0; i < message.entries_size(); ++i) {
         const proto::Entry& pe = message.entries(i);
         if (pe.type() > kEntryTypeMax) {
-            return fmt::format("entries[{}]: unknown entry type {}", i, pe.type());
+            return DecodeError{raft::MessageFault::kMalformed,
+                               fmt::format("entries[{}]: unknown entry type {}", i, pe.type())};
         }
         out.entries.push_back(raft::Entry{.term = pe.term(),
                                           .index = pe.index(),
@@ -104,6 +133,15 @@ Result<raft::Message, std::string> from_proto(const proto::RaftMessage& message)
     out.snapshot_chunk = message.snapshot_chunk();
     RL_ASSERT(out.entries.size() == static_cast<size_t>(message.entries_size()));
     return out;
+}
+
+Result<raft::Message, std::string> from_proto(const proto::RaftMessage& message) {
+    Result<raft::Message, DecodeError> decoded =
+        decode_raft_message(message, raft::PeerInputLimits{});
+    if (!decoded.ok()) {
+        return decoded.error().reason;
+    }
+    return std::move(decoded).value();
 }
 
 }  // namespace raftlock::net

@@ -12,10 +12,6 @@ namespace {
 // (written before) still decode, without addresses.
 constexpr uint8_t kConfChangeVersion = 2;
 constexpr uint8_t kConfChangeVersionWithoutAddresses = 1;
-// More members than any real cluster has; bounds what a decoder accepts.
-constexpr uint64_t kMaxMembers = 1024;
-// Longer than any host:port; bounds what a decoder accepts.
-constexpr size_t kAddressBytesMax = 1024;
 
 void put_ids(Writer& w, const std::vector<NodeId>& ids) {
     w.varint(ids.size());
@@ -25,7 +21,7 @@ void put_ids(Writer& w, const std::vector<NodeId>& ids) {
 }
 
 bool get_ids(Reader& r, std::vector<NodeId>* ids) {
-    const uint64_t n = r.varint_in(0, kMaxMembers);
+    const uint64_t n = r.varint_in(0, kConfMembersMax);
     if (!r.ok()) {
         return false;
     }
@@ -61,10 +57,10 @@ void put_addresses(Writer& w, const std::map<NodeId, std::string>& addresses) {
 }
 
 bool get_addresses(Reader& r, std::map<NodeId, std::string>* addresses) {
-    const uint64_t n = r.varint_in(0, kMaxMembers);
+    const uint64_t n = r.varint_in(0, kConfMembersMax);
     for (uint64_t i = 0; i < n && r.ok(); ++i) {
         const NodeId id = r.varint();
-        std::string address = r.bytes(kAddressBytesMax);
+        std::string address = r.bytes(kConfAddressBytesMax);
         if (!r.ok() || id == kNoNode || !addresses->emplace(id, std::move(address)).second) {
             return false;
         }
@@ -143,7 +139,7 @@ Result<ConfChangeRecord, Error> decode_conf_change(const std::string& data) {
         if (!r.ok() || node_id == kNoNode) {
             return invalid("configuration entry: bad node id");
         }
-        std::string address = with_addresses ? r.bytes(kAddressBytesMax) : std::string();
+        std::string address = with_addresses ? r.bytes(kConfAddressBytesMax) : std::string();
         if (!r.ok()) {
             return invalid("configuration entry: bad address");
         }

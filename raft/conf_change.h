@@ -12,6 +12,11 @@
 
 namespace raftlock::raft {
 
+// More members than any real cluster has, and longer than any host:port: bounds on what a decoder
+// accepts from a disk or a peer (raft/peer_input.h checks configurations in messages against them).
+inline constexpr uint64_t kConfMembersMax = 1024;
+inline constexpr size_t kConfAddressBytesMax = 1024;
+
 struct ConfChangeRecord {
     // The change that produced `conf_state`; nullopt for the bootstrap configuration.
     std::optional<ConfChange> change;

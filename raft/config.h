@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "raft/peer_input.h"
 #include "raft/types.h"
 
 namespace raftlock::raft {
@@ -55,6 +56,9 @@ struct Config {
     uint64_t snapshot_chunk_bytes = 1 << 20;
     // Pending ReadIndex requests and the queue of forwarded proposals are bounded too.
     uint32_t max_pending_reads = 1 << 16;
+    // Bounds on what a peer's message may carry (raft/peer_input.h); a message beyond them is
+    // dropped before it changes anything.
+    PeerInputLimits peer_input;
 
 #ifdef RAFTLOCK_NEGATIVE_CONTROLS
     NegativeControls negative_controls;

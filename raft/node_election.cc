@@ -9,10 +9,17 @@ void Raft::hup(bool transfer) {
     if (role_ == Role::kLeader || !promotable()) {
         return;  // learners and removed nodes never campaign (see promotable())
     }
+    if (current_term_ >= kTermMax) {
+        // Out of terms: another campaign would wrap the term to 0 and every log after it would
+        // go backwards. Unreachable but for a peer pushing the term up by term_jump_max at a
+        // time, 2^30 times over; this node then only follows.
+        return;
+    }
     campaign(/*pre_vote=*/cfg_.pre_vote && !transfer, transfer);
 }
 
 void Raft::campaign(bool pre_vote, bool transfer) {
+    RL_ASSERT(current_term_ < kTermMax);  // hup() checked: the vote term below cannot wrap
     Term vote_term = 0;
     if (pre_vote) {
         become_pre_candidate();

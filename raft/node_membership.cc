@@ -44,7 +44,8 @@ void Raft::note_configs(const std::vector<Entry>& entries, Index first_written) 
             continue;
         }
         auto record = decode_conf_change(e.data);
-        // Our own entries are encoded by us; received ones were checked by Raft::well_formed.
+        // Our own entries are encoded by us; received ones were checked by check_message
+        // (peer_input.h).
         RL_ASSERT_MSG(record.ok(), "malformed configuration entry reached the log");
         log_confs_[e.index] = record->conf_state;
         added = true;

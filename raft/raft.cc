@@ -40,6 +40,10 @@ Raft::Raft(const Config& config, const Storage& storage)
     base_conf_ = initial.snapshot_meta.conf_state;
     const HardState& hs = initial.hard_state;
     RL_ASSERT_MSG(hs.commit <= log_.last_index(), "stored commit index beyond the stored log");
+    // Only a version without peer-input checks could have stored such a term (issue 16); going
+    // on would wrap it at the next election.
+    RL_ASSERT_MSG(hs.term <= kTermMax, "stored term beyond the largest term (raft/peer_input.h)");
+    RL_ASSERT_MSG(log_.last_index() <= kIndexMax, "stored log beyond the largest index");
     current_term_ = hs.term;
     persisted_term_ = hs.term;
     voted_for_ = hs.vote;
@@ -53,6 +57,10 @@ Raft::Raft(const Config& config, const Storage& storage)
 }
 
 void Raft::reset(Term term) {
+    // Terms only grow, and never past kTermMax: messages above it are dropped (peer_input.h) and
+    // a node at kTermMax does not campaign (hup), so term + 1 never wraps.
+    RL_ASSERT(term >= current_term_);
+    RL_ASSERT(term <= kTermMax);
     if (term != current_term_) {
         current_term_ = term;
         voted_for_ = kNoNode;
@@ -107,6 +115,7 @@ void Raft::become_pre_candidate() {
 
 void Raft::become_candidate() {
     RL_ASSERT_MSG(role_ != Role::kLeader, "leader cannot become candidate");
+    RL_ASSERT_MSG(current_term_ < kTermMax, "no term left to campaign in");
     reset(current_term_ + 1);
     voted_for_ = id_;
     role_ = Role::kCandidate;
@@ -218,16 +227,18 @@ void Raft::send(Message m) {
     (early ? early_msgs_ : msgs_).push_back(std::move(m));
 }
 
-void Raft::step(Message m) {
-    if (m.to != id_ || m.from == kNoNode || m.from == id_ || !well_formed(m)) {
-        return;  // misaddressed or malformed: a confused peer must not confuse us
+MessageCheck Raft::step(Message m) {
+    // Before anything else: a confused or broken peer must not confuse us.
+    MessageCheck check = check_message(m, receiver_view(), cfg_.peer_input);
+    if (!check.ok()) {
+        return check;
     }
     if (!step_term(m)) {
-        return;
+        return check;
     }
     if (m.type == MessageType::kVote || m.type == MessageType::kPreVote) {
         handle_vote_request(m);
-        return;
+        return check;
     }
     switch (role_) {
         case Role::kLeader:
@@ -241,35 +252,15 @@ void Raft::step(Message m) {
             step_follower(m);
             break;
     }
+    return check;
 }
 
-bool Raft::well_formed(const Message& m) const {
-    switch (m.type) {
-        case MessageType::kAppend: {
-            // Entries follow prevLogIndex without gaps; terms never decrease and never exceed the
-            // leader's term; configuration entries decode.
-            Term prev_term = m.log_term;
-            for (size_t i = 0; i < m.entries.size(); ++i) {
-                const Entry& e = m.entries[i];
-                if (e.index != m.index + 1 + i || e.term < prev_term || e.term > m.term) {
-                    return false;
-                }
-                if (e.type == EntryType::kConfChange && !decode_conf_change(e.data).ok()) {
-                    return false;
-                }
-                prev_term = e.term;
-            }
-            return m.log_term <= m.term;
-        }
-        case MessageType::kAppendResponse:
-            // An acknowledgement beyond our log would make us count entries that do not exist.
-            return m.reject || role_ != Role::kLeader || m.index <= log_.last_index();
-        case MessageType::kSnapshot:
-            return m.snapshot_meta.index > 0 && m.snapshot_meta.term <= m.term &&
-                   valid_conf_state(m.snapshot_meta.conf_state);
-        default:
-            return true;
-    }
+ReceiverView Raft::receiver_view() const {
+    return ReceiverView{.id = id_,
+                        .term = current_term_,
+                        .role = role_,
+                        .last_index = log_.last_index(),
+                        .read_round = read_round_};
 }
 
 bool Raft::step_term(const Message& m) {

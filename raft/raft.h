@@ -20,6 +20,7 @@
 
 #include "raft/config.h"
 #include "raft/log.h"
+#include "raft/peer_input.h"
 #include "raft/rng.h"
 #include "raft/tracker.h"
 #include "raft/types.h"
@@ -31,7 +32,9 @@ public:
     Raft(const Config& config, const Storage& storage);
 
     void tick();
-    void step(Message m);
+    // Drops a message that fails the peer-input checks (raft/peer_input.h) before it changes
+    // anything, and says why; a stale or ignored message is not a failure.
+    MessageCheck step(Message m);
     void campaign_now() { hup(/*transfer=*/false); }
     Status propose(std::string data);
     Status propose_conf_change(const ConfChange& change);
@@ -72,6 +75,7 @@ public:
     const ConfState& conf_state() const { return tracker_.conf(); }
     NodeId lead_transferee() const { return lead_transferee_; }
     size_t pending_reads() const { return pending_reads_.size(); }
+    uint64_t read_round() const { return read_round_; }
 
 private:
     struct PendingRead {
@@ -97,7 +101,7 @@ private:
     void tick_heartbeat();
     void send(Message m);
     bool step_term(const Message& m);  // false when the message is stale and handled
-    bool well_formed(const Message& m) const;
+    ReceiverView receiver_view() const;
     void step_leader(Message& m);
     void step_candidate(Message& m);
     void step_follower(Message& m);

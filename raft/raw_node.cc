@@ -26,8 +26,8 @@ void RawNode::campaign() {
     raft_->campaign_now();
 }
 
-void RawNode::step(Message message) {
-    raft_->step(std::move(message));
+MessageCheck RawNode::step(Message message) {
+    return raft_->step(std::move(message));
 }
 
 Status RawNode::propose(std::string data) {

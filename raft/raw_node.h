@@ -85,8 +85,10 @@ public:
     void tick();
     // Starts an election now (after PreVote when enabled), as if the election timeout elapsed.
     void campaign();
-    // A message from a peer. Stale, misaddressed or malformed messages are dropped, never fatal.
-    void step(Message message);
+    // A message from a peer. One that fails the peer-input checks (raft/peer_input.h: out of
+    // range, malformed, misaddressed) is dropped before it changes any state, and the result says
+    // why, for the caller to count and log; a stale message is dropped too, and is no failure.
+    MessageCheck step(Message message);
 
     // Appends data to the log (leader) or forwards it to the leader (follower). kProposalDropped
     // when no leader is known, a leadership transfer is in progress or the uncommitted budget is

@@ -174,6 +174,23 @@ void Metrics::add_gauge(std::string name, std::string help, std::function<double
     gauges_.push_back(Gauge{std::move(name), std::move(help), std::move(read)});
 }
 
+std::pair<std::string, std::string> Metrics::peer_messages_dropped_family() const {
+    std::string name = "raftlock_peer_messages_dropped_total";
+    std::string text;
+    render_header(text, name,
+                  "Raft messages from peers dropped by the range checks (docs/operations.md, "
+                  "Limits), by reason.",
+                  "counter");
+    RL_ASSERT(peer_messages_dropped[static_cast<size_t>(raft::MessageFault::kNone)] == 0);
+    // Every reason, including those never hit, so a dashboard sees each series from the start.
+    for (size_t i = 1; i < raft::kMessageFaultCount; ++i) {
+        text += fmt::format("{}{{reason=\"{}\"}} {}\n", name,
+                            raft::to_string(static_cast<raft::MessageFault>(i)),
+                            peer_messages_dropped[i]);
+    }
+    return {std::move(name), std::move(text)};
+}
+
 std::string Metrics::render() const {
     // (name, text) per metric family, sorted by name at the end.
     std::vector<std::pair<std::string, std::string>> families;
@@ -184,6 +201,7 @@ std::string Metrics::render() const {
         text += fmt::format("{} {}\n", name, this->*c.value);
         families.emplace_back(std::move(name), std::move(text));
     }
+    families.emplace_back(peer_messages_dropped_family());
     for (const Gauge& g : gauges_) {
         std::string text;
         render_header(text, g.name, g.help, "gauge");

@@ -13,7 +13,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "raft/peer_input.h"
 
 namespace raftlock::server {
 
@@ -55,6 +58,9 @@ public:
     uint64_t watch_events_total = 0;
     uint64_t lock_grants_pushed_total = 0;
     uint64_t sessions_expired_total = 0;  // expiries this node proposed as leader
+    // Raft messages from peers dropped by the range checks, by reason (raft/peer_input.h); the
+    // family raftlock_peer_messages_dropped_total{reason="term_jump"}, ... ([kNone] stays 0).
+    std::array<uint64_t, raft::kMessageFaultCount> peer_messages_dropped{};
 
     LatencyHistogram commit_latency;  // propose -> applied on the proposing node
     LatencyHistogram fsync_latency;   // one synced storage batch (storage thread)
@@ -67,6 +73,9 @@ public:
     std::string render() const;
 
 private:
+    // (name, exposition text) of raftlock_peer_messages_dropped_total.
+    std::pair<std::string, std::string> peer_messages_dropped_family() const;
+
     struct Gauge {
         std::string name;
         std::string help;

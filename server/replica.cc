@@ -70,6 +70,7 @@ Replica::Replica(const ServerConfig& config,
     // its stale session expiries on to the new leader, which would commit them (found by
     // jepsen/run, lock workload under pauses: a live session expired, two holders at once).
     rc.disable_proposal_forwarding = true;
+    rc.peer_input = peer_input_limits_;
     raw_ = std::make_unique<raft::RawNode>(rc, *storage_);
     replayed_through_ = init.hard_state.commit;
     // Nonces tell this node's OpenSession entries apart from every other node's: the id in the

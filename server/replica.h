@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "net/client_listener.h"
+#include "net/log_limiter.h"
 #include "net/peer_transport.h"
 #include "net/pg_listener.h"
 #include "proto/client.pb.h"
@@ -271,7 +272,10 @@ private:
     void refresh_peers();
     void fill_members(const raft::ConfState& conf, proto::MembersResult& out) const;
 
-    // replica_peers.cc: forwarding between nodes.
+    // replica_peers.cc: Raft messages from peers (range-checked: raft/peer_input.h), and
+    // forwarding between nodes.
+    void step_peer_message(uint64_t from, const proto::RaftMessage& raw);
+    void drop_peer_message(uint64_t from, raft::MessageFault fault, const std::string& reason);
     void handle_forward_write(uint64_t from, const proto::ForwardWrite& forward);
     void handle_forward_keepalive(uint64_t from, const proto::ForwardKeepAlive& forward);
     void handle_forward_reply(const proto::ForwardReply& reply);
@@ -288,6 +292,9 @@ private:
 
     std::unique_ptr<storage::RocksStorage> storage_;
     std::unique_ptr<raft::RawNode> raw_;
+    raft::PeerInputLimits peer_input_limits_;  // the core's too (raft::Config::peer_input)
+    // Dropped peer messages: at most one line per peer and reason every few seconds.
+    net::LogLimiter peer_input_log_{std::chrono::seconds(5)};
     statemachine::StateMachine sm_;
     statemachine::WatchRegistry watches_;
     SessionTracker tracker_;

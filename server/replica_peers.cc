@@ -1,5 +1,8 @@
 // Frames between nodes: Raft messages, and the writes and keepalives followers relay to the leader.
 
+#include <chrono>
+
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "net/raft_codec.h"
@@ -12,20 +15,9 @@ namespace sm = statemachine;
 
 void Replica::on_peer_frame(uint64_t from, proto::PeerFrame&& frame) {
     switch (frame.body_case()) {
-        case proto::PeerFrame::kRaft: {
-            Result<raft::Message, std::string> message = net::from_proto(frame.raft());
-            if (!message.ok()) {
-                spdlog::warn("dropped a Raft message from node {}: {}", from, message.error());
-                return;
-            }
-            if (message->from != from) {
-                spdlog::warn("dropped a Raft message claiming to be from {} on node {}'s link",
-                             message->from, from);
-                return;
-            }
-            raw_->step(std::move(message).value());
+        case proto::PeerFrame::kRaft:
+            step_peer_message(from, frame.raft());
             break;
-        }
         case proto::PeerFrame::kForwardWrite:
             handle_forward_write(from, frame.forward_write());
             break;
@@ -36,11 +28,52 @@ void Replica::on_peer_frame(uint64_t from, proto::PeerFrame&& frame) {
             handle_forward_reply(frame.forward_reply());
             break;
         default:
-            spdlog::warn("unexpected peer frame {} from node {}",
-                         static_cast<int>(frame.body_case()), from);
+            drop_peer_message(from, raft::MessageFault::kMalformed,
+                              fmt::format("unexpected peer frame (body case {})",
+                                          static_cast<int>(frame.body_case())));
             return;
     }
     schedule_flush();
+}
+
+// Every check runs before the message reaches the core's state, and the core checks again against
+// its own (raft/peer_input.h): even an authenticated peer cannot push a term past its bound, and
+// so cannot wrap it (issue 16: one such heartbeat bricked the cluster).
+void Replica::step_peer_message(uint64_t from, const proto::RaftMessage& raw) {
+    Result<raft::Message, net::DecodeError> message =
+        net::decode_raft_message(raw, peer_input_limits_);
+    if (!message.ok()) {
+        drop_peer_message(from, message.error().fault, message.error().reason);
+        return;
+    }
+    if (message->from != from) {
+        // The transport proved the link's peer in its Hello; the message must agree.
+        drop_peer_message(from, raft::MessageFault::kMisaddressed,
+                          fmt::format("claims to be from node {}", message->from));
+        return;
+    }
+    const raft::MessageCheck check = raw_->step(std::move(message).value());
+    if (!check.ok()) {
+        drop_peer_message(from, check.fault, check.reason);
+    }
+}
+
+void Replica::drop_peer_message(uint64_t from,
+                                raft::MessageFault fault,
+                                const std::string& reason) {
+    RL_ASSERT(fault != raft::MessageFault::kNone);
+    RL_ASSERT(fault != raft::MessageFault::kCount);
+    ++metrics_.peer_messages_dropped[static_cast<size_t>(fault)];
+    // The key and the decision ignore the values in `reason`, which a broken peer varies at will.
+    uint64_t suppressed = 0;
+    const std::string key = fmt::format("{}/{}", from, raft::to_string(fault));
+    const net::LogLimiter::Clock::time_point now{std::chrono::milliseconds(clock_.steady_ms())};
+    if (!peer_input_log_.allow(key, key, now, suppressed)) {
+        return;
+    }
+    spdlog::warn("dropped a Raft message from node {} ({}): {}{}", from, raft::to_string(fault),
+                 reason,
+                 suppressed > 0 ? fmt::format(" ({} more like it held back)", suppressed) : "");
 }
 
 void Replica::send_forward_reply(uint64_t to, uint64_t tag, proto::ForwardStatus status) {

@@ -275,6 +275,8 @@ std::string InteractionEnv::handle(const Command& c) {
             out = cmd_restart(c);
         } else if (c.name == "queue") {
             out = cmd_queue();
+        } else if (c.name == "inject") {
+            out = cmd_inject(c);
         } else {
             usage(fmt::format("unknown command '{}'", c.name));
         }
@@ -541,10 +543,46 @@ std::string InteractionEnv::deliver_to(NodeId to, const Filter& filter, bool dro
         out += "\n";
         RawNode& r = live(to);
         const RoleState before = role_state(r);
-        r.step(std::move(m));
+        const MessageCheck check = r.step(std::move(m));
+        if (!check.ok()) {
+            out += fmt::format("    => dropped ({}): {}\n", to_string(check.fault), check.reason);
+        }
         if (role_state(r) != before) {
             out += "    => " + role_line(to) + "\n";
         }
+    }
+    return out;
+}
+
+// A message no correct node would send, stepped straight into its recipient (a broken peer).
+std::string InteractionEnv::cmd_inject(const Command& c) {
+    const std::optional<std::string> type = value_of(c, "type");
+    if (!type) {
+        usage("inject: type= is required");
+    }
+    Message m{.type = *message_type_named(*type),
+              .from = u64_arg(c, "from", kNoNode),
+              .to = u64_arg(c, "to", kNoNode),
+              .term = u64_arg(c, "term", 0),
+              .log_term = u64_arg(c, "log-term", 0),
+              .index = u64_arg(c, "index", 0),
+              .commit = u64_arg(c, "commit", 0),
+              .reject = bool_arg(c, "reject", false),
+              .reject_hint = u64_arg(c, "hint", 0),
+              .read_round = u64_arg(c, "read-round", 0)};
+    const uint64_t entries = u64_arg(c, "entries", 0);
+    for (uint64_t i = 0; i < entries; ++i) {
+        m.entries.push_back(Entry{.term = m.term, .index = m.index + 1 + i});
+    }
+    RawNode& r = live(m.to);
+    std::string out = "  " + to_string(m) + "\n";
+    const RoleState before = role_state(r);
+    const MessageCheck check = r.step(std::move(m));
+    out += check.ok()
+               ? "    => passes the checks\n"
+               : fmt::format("    => dropped ({}): {}\n", to_string(check.fault), check.reason);
+    if (role_state(r) != before) {
+        out += "    => " + role_line(r.id()) + "\n";
     }
     return out;
 }

@@ -108,6 +108,7 @@ private:
     std::string cmd_restart(const Command& c);
     std::string cmd_campaign(const Command& c);
     std::string cmd_queue();
+    std::string cmd_inject(const Command& c);
 
     // Helpers.
     Node& node(NodeId id);

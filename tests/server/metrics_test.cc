@@ -38,11 +38,12 @@ bool is_metric_name(const std::string& name) {
     });
 }
 
-// One sample line: `name{le="x"} value` or `name value`. (No <regex>: GCC 12 warns inside it in
-// the sanitizer build, which treats warnings as errors.)
+// One sample line: `name{le="x"} value`, `name{reason="x"} value` or `name value`. (No <regex>:
+// GCC 12 warns inside it in the sanitizer build, which treats warnings as errors.)
 struct Sample {
     std::string name;
-    std::string le;  // empty without the label
+    std::string label_key;  // "le" or "reason"; empty without a label
+    std::string le;         // the label's value; empty without the label
     std::string value;
 };
 
@@ -55,9 +56,12 @@ Sample parse_sample(const std::string& line) {
     const size_t brace = series.find('{');
     if (brace != std::string::npos) {
         const std::string labels = series.substr(brace);
-        REQUIRE(labels.starts_with("{le=\""));
+        const size_t equals = labels.find("=\"");
+        REQUIRE(equals != std::string::npos);
+        s.label_key = labels.substr(1, equals - 1);
+        REQUIRE((s.label_key == "le" || s.label_key == "reason"));
         REQUIRE(labels.ends_with("\"}"));
-        s.le = labels.substr(5, labels.size() - 7);
+        s.le = labels.substr(equals + 2, labels.size() - equals - 4);
         REQUIRE_FALSE(s.le.empty());
         series.resize(brace);
     }
@@ -97,11 +101,15 @@ Exposition parse_exposition(const std::string& text) {
                 CHECK((s.name == name + "_bucket" || s.name == name + "_sum" ||
                        s.name == name + "_count"));
                 CHECK(s.le.empty() == (s.name != name + "_bucket"));
+                CHECK((s.le.empty() || s.label_key == "le"));
             } else {
                 CHECK(s.name == name);
-                CHECK(s.le.empty());
+                // The one labelled counter family: dropped peer messages by reason.
+                CHECK(s.le.empty() == (name != "raftlock_peer_messages_dropped_total"));
+                CHECK((s.le.empty() || s.label_key == "reason"));
             }
-            out.values[s.le.empty() ? s.name : s.name + "{le=\"" + s.le + "\"}"] = s.value;
+            out.values[s.le.empty() ? s.name : s.name + "{" + s.label_key + "=\"" + s.le + "\"}"] =
+                s.value;
         }
         --i;
     }
@@ -264,7 +272,7 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
     std::map<std::string, std::string> types = e.types;
     std::map<std::string, std::string> values = e.values;
     CHECK(std::is_sorted(names.begin(), names.end()));
-    CHECK(names.size() == 14 + 4 + 3);
+    CHECK(names.size() == 14 + 1 + 4 + 3);
     for (const char* counter :
          {"raftlock_proposals_total", "raftlock_proposals_dropped_total",
           "raftlock_forwarded_writes_total", "raftlock_elections_total",
@@ -296,6 +304,24 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
     CHECK(values["raftlock_commit_latency_seconds_sum"] == "0.0007");
     CHECK(values["raftlock_commit_latency_seconds_count"] == "1");
     CHECK(values["raftlock_fsync_latency_seconds_count"] == "0");
+}
+
+TEST_CASE("dropped peer messages are one counter family with a series per reason",
+          "[server][metrics][peer_input]") {
+    Metrics m;
+    m.peer_messages_dropped[static_cast<size_t>(raft::MessageFault::kTermBeyondMax)] = 3;
+    const Exposition e = parse_exposition(m.render());
+    const std::string family = "raftlock_peer_messages_dropped_total";
+    CHECK(e.types.at(family) == "counter");
+    for (size_t i = 1; i < raft::kMessageFaultCount; ++i) {
+        const auto fault = static_cast<raft::MessageFault>(i);
+        const std::string series =
+            family + "{reason=\"" + std::string(raft::to_string(fault)) + "\"}";
+        INFO(series);
+        REQUIRE(e.values.count(series) == 1);
+        CHECK(e.values.at(series) == (fault == raft::MessageFault::kTermBeyondMax ? "3" : "0"));
+    }
+    CHECK(e.values.count(family + "{reason=\"ok\"}") == 0);
 }
 
 TEST_CASE("a counter's three lines are exactly HELP, TYPE and the value", "[server][metrics]") {

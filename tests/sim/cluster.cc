@@ -31,6 +31,9 @@ constexpr uint64_t kClockOffsetMsMax = 200;
 constexpr uint64_t kMaxEventsPerRun = 20'000'000;
 // The Rng stream of the storage faults (faults.h pick_storage_faults).
 constexpr uint64_t kStorageFaultStream = 16;
+// The Rng streams of the broken peer: its weight (pick_hostile_peer_fault) and its messages.
+constexpr uint64_t kHostileWeightStream = 17;
+constexpr uint64_t kHostileMessageStream = 18;
 
 uint64_t derive_seed(uint64_t seed, uint64_t stream) {
     Rng rng(seed ^ (stream * 0xd1b54a32d192ed03ULL));
@@ -94,6 +97,7 @@ Cluster::Cluster(const SimOptions& options)
       trace_(options.trace, stdout, options.trace_capture),
       checker_(trace_),
       nemesis_rng_(derive_seed(options.seed, 1)),
+      hostile_rng_(derive_seed(options.seed, kHostileMessageStream)),
       lock_checker_(checker_) {
     if (options_.steps == 0) {
         options_.steps = kDefaultSteps;
@@ -105,6 +109,8 @@ Cluster::Cluster(const SimOptions& options)
     faults_ = pick_fault_profile(setup);
     Rng storage_faults(derive_seed(options.seed, kStorageFaultStream));
     pick_storage_faults(storage_faults, faults_);
+    Rng hostile_weight(derive_seed(options.seed, kHostileWeightStream));
+    pick_hostile_peer_fault(hostile_weight, faults_);
     network_ = std::make_unique<Network>(derive_seed(options.seed, 2), max_node_);
     network_->set_profile(pick_network_profile(setup));
     ClusterAccess& access = *this;
@@ -121,6 +127,7 @@ Cluster::~Cluster() = default;
 void Cluster::setup_nodes(Rng& rng) {
     const NodeParams params = pick_node_params(rng, options_.break_control);
     const raft::Config& c = params.raft;
+    peer_input_limits_ = c.peer_input;
     trace_.log("seed {}: {} founding voters + 1 spare, {} fault-phase ticks", options_.seed,
                founders_, options_.steps);
     trace_.log(
@@ -207,6 +214,7 @@ SimResult Cluster::run() {
         r.snapshots_installed += n->snapshots_installed();
     }
     r.conf_changes = checker_.conf_changes_committed();
+    r.hostile_dropped = hostile_dropped_;
     return r;
 }
 
@@ -356,7 +364,18 @@ void Cluster::deliver(raft::Message message) {
         return;
     }
     trace_.log("deliver {}", message);
-    if (!to.step(std::move(message))) {
+    const raft::NodeId from = message.from;
+    const raft::MessageType type = message.type;
+    raft::MessageCheck check;
+    const bool alive = to.step(std::move(message), &check);
+    if (!check.ok()) {
+        // The peer-input checks must never refuse what a correct node sends, or they would cost
+        // liveness (or worse) for nothing.
+        checker_.fail(fmt::format("n{} dropped a correct message {} from n{} as {}: {}", to.id(),
+                                  raft::to_string(type), from, raft::to_string(check.fault),
+                                  check.reason));
+    }
+    if (!alive) {
         on_node_crashed(to);
     }
 }

@@ -70,6 +70,7 @@ private:
     void act_pause();
     void act_power_loss();
     void act_corrupt_disk();
+    void act_hostile_peer();
     bool paused(raft::NodeId id) const { return queue_.now_us() < paused_until_us_[id - 1]; }
     uint64_t pick_downtime_us();
     size_t down_count() const;
@@ -112,6 +113,8 @@ private:
     Checker checker_;
     EventQueue queue_;
     Rng nemesis_rng_;
+    Rng hostile_rng_;  // the broken peer's choices, apart so they disturb no other draw
+    raft::PeerInputLimits peer_input_limits_;  // every node's (NodeParams::raft.peer_input)
     FaultProfile faults_;
     std::unique_ptr<Network> network_;
     std::unique_ptr<Workload> workload_;
@@ -133,6 +136,7 @@ private:
     uint64_t settle_progress_ = 0;  // members' applied indexes (up to settle_index_), summed
     uint64_t events_ = 0;
     uint64_t crashes_ = 0;
+    uint64_t hostile_dropped_ = 0;
     // The one node per run whose disk the nemesis corrupted (it stays down once it refuses).
     raft::NodeId corrupted_ = raft::kNoNode;
 };

@@ -47,6 +47,8 @@ std::string_view to_string(NemesisAction action) {
             return "power-loss";
         case NemesisAction::kCorruptDisk:
             return "corrupt-disk";
+        case NemesisAction::kHostilePeer:
+            return "hostile-peer";
         case NemesisAction::kCount:
             break;
     }
@@ -77,8 +79,10 @@ FaultProfile pick_fault_profile(Rng& rng) {
     // one kind of fault.
     const uint32_t weight_choices[] = {0, 1, 3, 6, 6, 10};
     for (size_t i = 0; i < kActions; ++i) {
-        if (static_cast<NemesisAction>(i) != NemesisAction::kCorruptDisk) {
-            p.weights[i] = pick(rng, weight_choices);  // storage faults: pick_storage_faults
+        const auto action = static_cast<NemesisAction>(i);
+        // Drawn from their own Rngs: pick_storage_faults, pick_hostile_peer_fault.
+        if (action != NemesisAction::kCorruptDisk && action != NemesisAction::kHostilePeer) {
+            p.weights[i] = pick(rng, weight_choices);
         }
     }
     p.weights[static_cast<size_t>(NemesisAction::kHealNetwork)] += 4;
@@ -101,6 +105,12 @@ void pick_storage_faults(Rng& rng, FaultProfile& profile) {
     profile.write_failure_ppm = pick(rng, write_ppm);
     const uint32_t corrupt_weights[] = {0, 0, 0, 1};
     profile.weights[static_cast<size_t>(NemesisAction::kCorruptDisk)] = pick(rng, corrupt_weights);
+}
+
+void pick_hostile_peer_fault(Rng& rng, FaultProfile& profile) {
+    // Three seeds in four meet a broken peer, some of them often.
+    const uint32_t weights[] = {0, 2, 4, 8};
+    profile.weights[static_cast<size_t>(NemesisAction::kHostilePeer)] = pick(rng, weights);
 }
 
 NetworkProfile calm_network_profile() {

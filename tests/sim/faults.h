@@ -30,6 +30,9 @@ enum class NemesisAction : uint8_t {
     // A bit flips in a record on a crashed node's disk. The node must refuse to start when it
     // restarts, and stays down for the rest of the run (at most one node per run).
     kCorruptDisk,
+    // A broken peer sends a burst of out-of-range messages (hostile.h) to a running node, which
+    // must drop each one before it changes anything.
+    kHostilePeer,
     kCount,
 };
 
@@ -60,6 +63,9 @@ FaultProfile pick_fault_profile(Rng& rng);
 // The storage faults (failed writes, corruption at rest) of `profile`. They come from an Rng of
 // their own, so adding them changed nothing else a seed draws.
 void pick_storage_faults(Rng& rng, FaultProfile& profile);
+// The weight of the broken-peer action (kHostilePeer), from an Rng of its own like the storage
+// faults: a seed that draws weight 0 runs exactly as before the action existed.
+void pick_hostile_peer_fault(Rng& rng, FaultProfile& profile);
 NetworkProfile pick_network_profile(Rng& rng);
 NetworkProfile calm_network_profile();
 NemesisAction pick_action(const FaultProfile& profile, Rng& rng);

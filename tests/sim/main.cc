@@ -183,6 +183,7 @@ struct Totals {
     uint64_t lock_grants = 0;
     uint64_t lock_hand_offs = 0;
     uint64_t session_expiries = 0;
+    uint64_t hostile_dropped = 0;
     uint64_t heal_ticks_max = 0;
     uint64_t heal_ticks_max_seed = 0;
 
@@ -197,6 +198,7 @@ struct Totals {
         lock_grants += r.lock_grants;
         lock_hand_offs += r.lock_hand_offs;
         session_expiries += r.session_expiries;
+        hostile_dropped += r.hostile_dropped;
         if (r.liveness_ticks > heal_ticks_max) {
             heal_ticks_max = r.liveness_ticks;
             heal_ticks_max_seed = seed;
@@ -206,9 +208,10 @@ struct Totals {
         return fmt::format(
             "totals: 5-node runs={} crashes={} leader terms={} committed entries={} conf "
             "changes={} snapshots installed={} ops ok={} lock grants={} hand-offs={} session "
-            "expiries={}; slowest heal-to-commit {} ticks (seed {})",
+            "expiries={} broken-peer messages dropped={}; slowest heal-to-commit {} ticks (seed "
+            "{})",
             five_node_runs, crashes, leader_terms, committed, conf_changes, snapshots_installed,
-            ops_ok, lock_grants, lock_hand_offs, session_expiries, heal_ticks_max,
+            ops_ok, lock_grants, lock_hand_offs, session_expiries, hostile_dropped, heal_ticks_max,
             heal_ticks_max_seed);
     }
 };

@@ -6,6 +6,7 @@
 #include "raft/raft.h"
 #include "raft/text.h"
 #include "tests/sim/cluster.h"
+#include "tests/sim/hostile.h"
 
 namespace raftlock::sim {
 
@@ -75,6 +76,9 @@ void Cluster::nemesis_step(NemesisAction action, uint32_t repeat) {
             break;
         case NemesisAction::kCorruptDisk:
             act_corrupt_disk();
+            break;
+        case NemesisAction::kHostilePeer:
+            act_hostile_peer();
             break;
         case NemesisAction::kCount:
             RL_PANIC("not an action");
@@ -369,6 +373,36 @@ bool Cluster::crash_mid_persist(raft::NodeId id, const ReadyTraits& ready) {
         return true;
     }
     return false;
+}
+
+void Cluster::act_hostile_peer() {
+    const std::vector<raft::NodeId> up = up_nodes();
+    if (up.empty()) {
+        return;
+    }
+    SimNode& target = node(up[hostile_rng_.uniform(up.size())]);
+    // The peer it claims to be: any other node, member or not (the transport would have proved
+    // the id; the peer is authenticated, only broken).
+    raft::NodeId from = 1 + hostile_rng_.uniform(max_node_ - 1);
+    from += from >= target.id() ? 1 : 0;
+    const uint64_t burst = 1 + hostile_rng_.uniform(6);
+    for (uint64_t i = 0; i < burst && !checker_.failed(); ++i) {
+        const HostileMessage hostile =
+            make_hostile_message(hostile_rng_, target.raw().raft(), from, peer_input_limits_);
+        trace_.log("hostile n{} -> n{}: {}", from, target.id(), describe(hostile));
+        const std::string before = target.state_fingerprint();
+        const raft::MessageCheck check = target.step_hostile(hostile.message);
+        if (check.fault != hostile.expected) {
+            checker_.fail(fmt::format("n{} judged a broken peer's message {} as {} ({})",
+                                      target.id(), describe(hostile), raft::to_string(check.fault),
+                                      check.reason));
+        } else if (target.state_fingerprint() != before) {
+            checker_.fail(fmt::format("n{} changed state on a dropped message {}", target.id(),
+                                      describe(hostile)));
+        } else {
+            ++hostile_dropped_;
+        }
+    }
 }
 
 }  // namespace raftlock::sim

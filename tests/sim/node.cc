@@ -151,9 +151,19 @@ bool SimNode::tick() {
     return drive();
 }
 
-bool SimNode::step(raft::Message message) {
-    raw_->step(std::move(message));
+bool SimNode::step(raft::Message message, raft::MessageCheck* check) {
+    *check = raw_->step(std::move(message));
     return drive();
+}
+
+raft::MessageCheck SimNode::step_hostile(raft::Message message) {
+    RL_ASSERT(up());
+    return raw_->step(std::move(message));
+}
+
+std::string SimNode::state_fingerprint() const {
+    RL_ASSERT(up());
+    return fmt::format("{}ready={}", raft::to_string(raw_->status()), raw_->has_ready());
 }
 
 bool SimNode::propose(std::string data, raft::Status* status) {

@@ -104,7 +104,13 @@ public:
 
     // Inputs. Each runs the driver afterwards; false when the node crashed while doing so.
     bool tick();
-    bool step(raft::Message message);
+    // `check` receives the core's verdict on the message (raft/peer_input.h).
+    bool step(raft::Message message, raft::MessageCheck* check);
+    // A message from a broken peer (hostile.h): the core must drop it with no state change at
+    // all. Returns its verdict; nothing runs afterwards, as there must be nothing to run.
+    raft::MessageCheck step_hostile(raft::Message message);
+    // The core's state in text (status and whether a Ready waits), to compare before and after.
+    std::string state_fingerprint() const;
     bool propose(std::string data, raft::Status* status);
     bool read_index(std::string context);
     bool propose_conf_change(const raft::ConfChange& change, raft::Status* status);

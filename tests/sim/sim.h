@@ -54,6 +54,7 @@ struct SimResult {
     uint64_t liveness_ticks = 0;  // ticks from the heal to the first new commit
     uint64_t snapshots_installed = 0;
     uint64_t conf_changes = 0;
+    uint64_t hostile_dropped = 0;  // a broken peer's messages the nodes dropped (hostile.h)
 };
 
 inline constexpr uint64_t kDefaultSteps = 2000;
