@@ -67,6 +67,7 @@ public:
     void pause_reading(net::ConnectionId id, bool paused) override {
         listener->pause_reading(id, paused);
     }
+    bool is_open(net::ConnectionId id) const override { return listener->is_open(id); }
 };
 
 class PgSink final : public PgOutput {
@@ -139,6 +140,23 @@ void add_gauges(Metrics& metrics, const Replica& replica) {
                       [&replica] { return static_cast<double>(replica.connection_count()); });
 }
 
+// Connections closed for unread replies over --client-output-buffer-bytes-max, over the client,
+// Redis and PostgreSQL ports (those not configured are null).
+void add_output_buffer_counter(Metrics& metrics,
+                               const net::ClientListener& client,
+                               const net::RespListener* redis,
+                               const net::PgListener* pg) {
+    metrics.add_counter("raftlock_client_output_buffer_disconnects_total",
+                        "Client connections closed because their unread replies exceeded "
+                        "--client-output-buffer-bytes-max.",
+                        [&client, redis, pg] {
+                            uint64_t total = client.stats().slow_consumers;
+                            total += redis != nullptr ? redis->stats().slow_consumers : 0;
+                            total += pg != nullptr ? pg->stats().slow_consumers : 0;
+                            return static_cast<double>(total);
+                        });
+}
+
 // Ticks at a fixed rate: each deadline is the previous one plus the period, so a slow turn does
 // not stretch election timeouts. A node removed from the cluster stops ticking and stops.
 void schedule_tick(asio::steady_timer& timer,
@@ -204,6 +222,7 @@ int run(const ServerConfig& config) {
     client_options.listen_port = config.client_listen.port;
     client_options.frame_bytes_max = config.client_frame_bytes_max;
     client_options.connections_max = config.connections_max;
+    client_options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
     net::ClientListener listener(io, client_options, replica);
     client_sink.listener = &listener;
 
@@ -220,6 +239,7 @@ int run(const ServerConfig& config) {
         resp_options.listen_host = config.redis_listen.host;
         resp_options.listen_port = config.redis_listen.port;
         resp_options.connections_max = config.connections_max;
+        resp_options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
         redis_listener = std::make_unique<net::RespListener>(io, resp_options, *redis_frontend);
         resp_sink.listener = redis_listener.get();
         replica.set_redis_frontend(redis_frontend.get());
@@ -245,6 +265,7 @@ int run(const ServerConfig& config) {
         listen_options.listen_host = config.pg_listen.host;
         listen_options.listen_port = config.pg_listen.port;
         listen_options.connections_max = config.connections_max;
+        listen_options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
         pg_listener = std::make_unique<net::PgListener>(io, listen_options, *pg_frontend);
         pg_sink.listener = pg_listener.get();
         replica.set_pg_frontend(pg_frontend.get());
@@ -255,6 +276,8 @@ int run(const ServerConfig& config) {
         spdlog::info("node {} serving PostgreSQL clients on {}:{}", config.node_id,
                      config.pg_listen.host, pg_listener->port());
     }
+
+    add_output_buffer_counter(metrics, listener, redis_listener.get(), pg_listener.get());
 
     std::map<std::string, net::AdminHttp::Route> routes;
     routes["/status"] = [&replica] {

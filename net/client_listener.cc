@@ -160,6 +160,10 @@ void ClientListener::close(ConnectionId id, bool flush) {
     impl_->close(id, flush);
 }
 
+bool ClientListener::is_open(ConnectionId id) const {
+    return impl_->stream_.is_open(id);
+}
+
 void ClientListener::stop() {
     impl_->stream_.stop();
 }

@@ -41,7 +41,7 @@ struct ClientListenerOptions {
     std::string listen_host = "127.0.0.1";
     uint16_t listen_port = 0;             // 0: ephemeral (tests)
     uint32_t frame_bytes_max = 4u << 20;  // data <= 1 MiB plus the rest of a request
-    size_t send_queue_bytes_max = 64u << 20;
+    size_t send_queue_bytes_max = kSendQueueBytesMaxDefault;
     size_t connections_max = 10000;
     uint32_t idle_partial_frame_ms = 30000;
 };
@@ -75,6 +75,8 @@ public:
     // Closes after the queued output is flushed (or at once when `flush` is false). Input that
     // arrives meanwhile is discarded.
     void close(ConnectionId id, bool flush = true);
+    // Whether a reply can still be sent (see StreamListener::is_open).
+    bool is_open(ConnectionId id) const;
     // Closes the listener and every connection at once. No handler call follows, not even
     // on_client_close: the server is going away with it.
     void stop();

@@ -193,6 +193,10 @@ void PgListener::pause_reading(ConnectionId id, bool paused) {
     impl_->pause_reading(id, paused);
 }
 
+bool PgListener::is_open(ConnectionId id) const {
+    return impl_->stream_.is_open(id);
+}
+
 void PgListener::stop() {
     impl_->stop();
 }

@@ -45,7 +45,7 @@ struct PgListenerOptions {
     std::string listen_host = "127.0.0.1";
     uint16_t listen_port = 0;  // 0: ephemeral (tests)
     PgLimits limits;           // see PgDecoder's preconditions
-    size_t send_queue_bytes_max = 64u << 20;
+    size_t send_queue_bytes_max = kSendQueueBytesMaxDefault;
     size_t connections_max = 10000;
     uint32_t idle_partial_ms = 30000;
 };
@@ -74,6 +74,8 @@ public:
     // Closes after the queued output is flushed (or at once when `flush` is false). Nothing more
     // is handed to the handler for it but on_pg_close.
     void close(ConnectionId id, bool flush = true);
+    // Whether a reply can still be sent (see StreamListener::is_open).
+    bool is_open(ConnectionId id) const;
     // Backpressure: no messages are read from the connection, or handed over, while paused.
     void pause_reading(ConnectionId id, bool paused);
     // Closes the port and every connection at once; no handler call follows.

@@ -128,6 +128,10 @@ void RespListener::pause_reading(ConnectionId id, bool paused) {
     impl_->stream_.pause_reading(id, paused);
 }
 
+bool RespListener::is_open(ConnectionId id) const {
+    return impl_->stream_.is_open(id);
+}
+
 void RespListener::stop() {
     impl_->stream_.stop();
 }

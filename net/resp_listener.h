@@ -25,7 +25,7 @@ struct RespListenerOptions {
     std::string listen_host = "127.0.0.1";
     uint16_t listen_port = 0;  // 0: ephemeral (tests)
     RespLimits limits;
-    size_t send_queue_bytes_max = 64u << 20;
+    size_t send_queue_bytes_max = kSendQueueBytesMaxDefault;
     size_t connections_max = 10000;
     uint32_t idle_partial_ms = 30000;
 };
@@ -51,6 +51,8 @@ public:
     uint16_t port() const;
     void send(ConnectionId id, std::string bytes);
     void close(ConnectionId id, bool flush = true);
+    // Whether a reply can still be sent (see StreamListener::is_open).
+    bool is_open(ConnectionId id) const;
     // Backpressure: no commands are read from the connection while paused.
     void pause_reading(ConnectionId id, bool paused);
     void stop();

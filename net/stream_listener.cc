@@ -72,6 +72,7 @@ public:
         RL_ASSERT(options_.connections_max > 0);
         RL_ASSERT(options_.idle_partial_ms > 0);
         RL_ASSERT(options_.first_id > 0);
+        RL_ASSERT(options_.send_queue_bytes_max > 0);
     }
 
     Result<bool, std::string> start();
@@ -79,6 +80,10 @@ public:
     void send(ConnectionId id, std::string bytes);
     void close(ConnectionId id, bool flush);
     void pause_reading(ConnectionId id, bool paused);
+    bool is_open(ConnectionId id) const {
+        const auto it = conns_.find(id);
+        return !stopped_ && it != conns_.end() && !it->second->closing;
+    }
     void stop();
     void count_protocol_error() { ++stats_.protocol_errors; }
     StreamListenerStats stats() const {
@@ -95,6 +100,7 @@ private:
     void on_readable(const ConnPtr& c);
     void arm_idle_timer(const ConnPtr& c);
     void enqueue(const ConnPtr& c, std::string bytes);
+    void close_slow_consumer(const ConnPtr& c, size_t bytes);
     void post_flush(const ConnPtr& c);
     void flush(const ConnPtr& c);
     void begin_close(const ConnPtr& c);
@@ -286,15 +292,28 @@ void Core::close(ConnectionId id, bool flush) {
 }
 
 void Core::enqueue(const ConnPtr& c, std::string bytes) {
-    if (c->out_bytes + bytes.size() > options_.send_queue_bytes_max) {
-        // The client does not read what it asked for; holding more would let it exhaust memory.
-        ++stats_.slow_consumers;
-        close_now(c);
+    RL_ASSERT(c->out_bytes <= options_.send_queue_bytes_max);
+    if (bytes.size() > options_.send_queue_bytes_max - c->out_bytes) {
+        close_slow_consumer(c, bytes.size());
         return;
     }
     c->out_bytes += bytes.size();
     c->out.push_back(std::move(bytes));
     post_flush(c);
+}
+
+// The client does not read what it asked for; holding more would let it exhaust memory, so it goes
+// (as Redis's client-output-buffer-limit). Without a flush: its queue is what is too big.
+void Core::close_slow_consumer(const ConnPtr& c, size_t bytes) {
+    ++stats_.slow_consumers;
+    RL_ASSERT(c->out_bytes + bytes > options_.send_queue_bytes_max);
+    // The same text every time, so the limiter holds repeats back (and counts them): a client
+    // that reconnects and does it again must not flood the log.
+    log_.log("output-buffer",
+             fmt::format("{}: closed a connection whose unread replies would exceed {} bytes "
+                         "(--client-output-buffer-bytes-max)",
+                         options_.name, options_.send_queue_bytes_max));
+    close_now(c);
 }
 
 // Messages queued in one turn of the loop go out in one gathered write.
@@ -428,6 +447,10 @@ void StreamListener::close(ConnectionId id, bool flush) {
 
 void StreamListener::pause_reading(ConnectionId id, bool paused) {
     impl_->core->pause_reading(id, paused);
+}
+
+bool StreamListener::is_open(ConnectionId id) const {
+    return impl_->core->is_open(id);
 }
 
 void StreamListener::stop() {

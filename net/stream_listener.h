@@ -6,8 +6,12 @@
 // plus their decoder.
 //
 // Limits, none of which affects other connections:
-// - a connection whose unsent output exceeds send_queue_bytes_max (a client that does not read) is
-//   closed;
+// - a connection whose unsent output would exceed send_queue_bytes_max (a client that does not
+//   read its replies) is closed at once, without flushing, with a rate-limited log line naming the
+//   limit; stats().slow_consumers counts it. As Redis's client-output-buffer-limit hard limit:
+//   disconnect, not backpressure, because a client that pipelines without reading would otherwise
+//   hold the server's memory (and its queued work) for as long as it likes. Reading stops with
+//   the close, and is_open() turns false at once, so the protocol can skip work for it;
 // - more than connections_max connections: a new one gets the protocol's refusal bytes and is
 //   closed;
 // - a connection holding a partial message (StreamProtocol::partial_bytes > 0) with nothing
@@ -31,11 +35,16 @@ namespace raftlock::net {
 
 using ConnectionId = uint64_t;  // unique among the port's connections, never 0
 
+// Unsent reply bytes one client connection may hold (--client-output-buffer-bytes-max): 8 replies
+// of the largest size (a 4 MiB frame or value), so a client that reads never reaches it, while
+// 30 clients that never read hold at most ~1 GiB between them.
+inline constexpr size_t kSendQueueBytesMaxDefault = size_t{32} << 20;
+
 struct StreamListenerOptions {
     std::string name = "client port";  // in log lines
     std::string listen_host = "127.0.0.1";
-    uint16_t listen_port = 0;  // 0: ephemeral (tests)
-    size_t send_queue_bytes_max = 64u << 20;
+    uint16_t listen_port = 0;                                 // 0: ephemeral (tests)
+    size_t send_queue_bytes_max = kSendQueueBytesMaxDefault;  // >= 1
     size_t connections_max = 10000;
     uint32_t idle_partial_ms = 30000;
     ConnectionId first_id = 1;  // ids count up from here (ports of one process use distinct ranges)
@@ -80,6 +89,8 @@ public:
 
     // Queues bytes for the connection; ignored when the connection is gone or closing.
     void send(ConnectionId id, std::string bytes);
+    // True while the connection is open and not closing: whether a reply to it can still be sent.
+    bool is_open(ConnectionId id) const;
     // Closes after the queued output is flushed (or at once when `flush` is false). Input that
     // arrives meanwhile is discarded.
     void close(ConnectionId id, bool flush = true);

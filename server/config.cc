@@ -301,6 +301,10 @@ void add_limit_fields(std::vector<Field>& out) {
     out.push_back(
         integer_field({"max-connections", "max_connections", "N", "Limits", "client connections"},
                       &ServerConfig::connections_max, 1, kNoMax));
+    out.push_back(
+        integer_field({"client-output-buffer-bytes-max", "client_output_buffer_bytes_max", "BYTES",
+                       "Limits", "unread reply bytes per client connection before it is closed"},
+                      &ServerConfig::client_output_buffer_bytes_max, 8u << 20, kNoMax));
     out.push_back(log_level_field(
         {"log-level", "log_level", "LEVEL", "Logging", "debug, info, warn or error"}));
 }

@@ -89,6 +89,10 @@ struct ServerConfig {
     uint32_t pending_requests_per_connection_max = 1024;  // --max-pending-requests, >= 1
     uint32_t watches_per_connection_max = 10000;          // --max-watches, 1..10000
     uint32_t connections_max = 10000;                     // --max-connections, >= 1
+    // Reply bytes queued for one client connection (native, Redis or PostgreSQL port) that its
+    // client has not read; a connection that would exceed it is closed (Redis's
+    // client-output-buffer-limit). >= 8 MiB: two replies of the largest size always fit.
+    uint64_t client_output_buffer_bytes_max = 32u << 20;  // --client-output-buffer-bytes-max
 
     // --- logging
     // ----------------------------------------------------------------------------------------

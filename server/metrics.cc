@@ -166,12 +166,24 @@ void LatencyHistogram::render(std::string& out,
 }
 
 void Metrics::add_gauge(std::string name, std::string help, std::function<double()> read) {
+    add_read(std::move(name), std::move(help), std::move(read), false);
+}
+
+void Metrics::add_counter(std::string name, std::string help, std::function<double()> read) {
+    RL_ASSERT_MSG(name.ends_with("_total"), "a counter's name ends in _total");
+    add_read(std::move(name), std::move(help), std::move(read), true);
+}
+
+void Metrics::add_read(std::string name,
+                       std::string help,
+                       std::function<double()> read,
+                       bool counter) {
     RL_ASSERT_MSG(valid_metric_name(name), "gauge name is not a Prometheus metric name");
     RL_ASSERT(read != nullptr);
     for (const Gauge& g : gauges_) {
         RL_ASSERT_MSG(g.name != name, "gauge registered twice");
     }
-    gauges_.push_back(Gauge{std::move(name), std::move(help), std::move(read)});
+    gauges_.push_back(Gauge{std::move(name), std::move(help), std::move(read), counter});
 }
 
 std::pair<std::string, std::string> Metrics::peer_messages_dropped_family() const {
@@ -204,7 +216,7 @@ std::string Metrics::render() const {
     families.emplace_back(peer_messages_dropped_family());
     for (const Gauge& g : gauges_) {
         std::string text;
-        render_header(text, g.name, g.help, "gauge");
+        render_header(text, g.name, g.help, g.counter ? "counter" : "gauge");
         text += fmt::format("{} {}\n", g.name, prometheus_number(g.read()));
         families.emplace_back(g.name, std::move(text));
     }

@@ -68,6 +68,9 @@ public:
 
     // Gauges are read when rendering, from callbacks the server registers (loop thread).
     void add_gauge(std::string name, std::string help, std::function<double()> read);
+    // A counter kept elsewhere (the listeners' statistics), read the same way; `read` must never
+    // decrease.
+    void add_counter(std::string name, std::string help, std::function<double()> read);
 
     // The whole exposition text: counters, gauges, histograms, sorted by name.
     std::string render() const;
@@ -76,10 +79,13 @@ private:
     // (name, exposition text) of raftlock_peer_messages_dropped_total.
     std::pair<std::string, std::string> peer_messages_dropped_family() const;
 
+    void add_read(std::string name, std::string help, std::function<double()> read, bool counter);
+
     struct Gauge {
         std::string name;
         std::string help;
         std::function<double()> read;
+        bool counter = false;  // rendered with TYPE counter
     };
     std::vector<Gauge> gauges_;
 };

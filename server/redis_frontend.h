@@ -34,6 +34,9 @@ public:
     virtual void send(net::ConnectionId id, std::string bytes) = 0;
     virtual void close(net::ConnectionId id) = 0;  // after what was sent is flushed
     virtual void pause_reading(net::ConnectionId id, bool paused) = 0;
+    // False once the connection is closed or closing (say, for unread replies over the limit):
+    // replies to it would be dropped, so the backend need not compute them.
+    virtual bool is_open(net::ConnectionId /*id*/) const { return true; }
 };
 
 // Runs keyspace commands (the Replica): answers each with RedisFrontend::on_reply, exactly once,
@@ -69,6 +72,11 @@ public:
     void on_reply(net::ConnectionId id, uint64_t ticket, const redis::Value& value);
 
     size_t connection_count() const { return conns_.size(); }
+    // Whether a reply to the connection would be sent: the backend skips work for one that is
+    // gone (a pipelining client closed for not reading may have thousands of commands queued).
+    bool awaits_reply(net::ConnectionId id) const {
+        return conns_.contains(id) && output_.is_open(id);
+    }
 
 private:
     struct Pending {

@@ -250,7 +250,10 @@ void Replica::serve_batch(ReadBatch& batch) {
         respond_error(client, sm_.session(session) ? proto::OK : proto::SESSION_EXPIRED);
     }
     for (const auto& [client, argv] : batch.redis_reads) {
-        redis_reply(client, sm_.redis_query(argv));
+        // A closed connection's reads are not run: its reply (perhaps megabytes) would be dropped.
+        if (redis_frontend_ != nullptr && redis_frontend_->awaits_reply(client.conn)) {
+            redis_reply(client, sm_.redis_query(argv));
+        }
     }
     for (const auto& [client, statement] : batch.sql_reads) {
         if (pg_frontend_ != nullptr && pg_conns_.contains(client.conn)) {

@@ -240,6 +240,35 @@ TEST_CASE("a client that does not read is closed when its queue passes the bound
     CHECK(f.listener.stats().connections == 1);
 }
 
+TEST_CASE("a connection over the output bound is no longer open before on_close arrives",
+          "[net][client]") {
+    // The protocol asks is_open() to skip work (a pipelined backlog) for a connection that is
+    // gone; it must turn false at the send that crosses the bound, not a turn of the loop later.
+    ClientListenerOptions o;
+    o.send_queue_bytes_max = 64 * 1024;
+    Fixture f(o);
+    RawClient deaf(f.io, f.listener.port(), 4096);  // never reads
+    REQUIRE(run_until(f.io, [&] { return f.handler.open.size() == 1; }));
+    const ConnectionId id = f.nth_open(0);
+    CHECK(f.listener.is_open(id));
+    proto::ServerMessage huge;  // one reply larger than the whole bound, into an empty queue
+    huge.mutable_response()->set_message(std::string(o.send_queue_bytes_max, 'm'));
+    f.listener.send(id, huge);
+    CHECK(f.listener.stats().slow_consumers == 1);
+    CHECK_FALSE(f.listener.is_open(id));
+    CHECK(f.handler.closed.count(id) == 0);
+    REQUIRE(run_until(f.io, [&] { return f.handler.closed.count(id) == 1; }));
+    CHECK_FALSE(f.listener.is_open(id));
+    CHECK(f.listener.stats().connections == 0);
+}
+
+TEST_CASE("the default output bound holds eight of the largest replies", "[net][client]") {
+    CHECK(kSendQueueBytesMaxDefault == size_t{32} << 20);
+    CHECK(ClientListenerOptions{}.send_queue_bytes_max == kSendQueueBytesMaxDefault);
+    CHECK(StreamListenerOptions{}.send_queue_bytes_max >=
+          8 * ClientListenerOptions{}.frame_bytes_max);
+}
+
 TEST_CASE("connections above the limit get UNAVAILABLE and are closed", "[net][client]") {
     ClientListenerOptions o;
     o.connections_max = 3;

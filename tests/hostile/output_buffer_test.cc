@@ -1,0 +1,184 @@
+// Issue 16, row 2, against a real raftlockd: 30 Redis connections pipeline GET of a 4 MiB value
+// and never read a reply. Each connection's unread replies are capped by
+// --client-output-buffer-bytes-max (32 MiB by default); a connection over it is closed, so the
+// node's memory stays under 30 caps plus its own, it keeps running, and a normal client's write
+// answers within a second throughout. RAFTLOCK_HOSTILE_OUTPUT_BUFFER_BYTES sets the cap for a run
+// by hand (a huge one shows the failure this test guards against).
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tests/integration/process_cluster.h"
+#include "tests/integration/raw_client.h"
+
+namespace raftlock::hostile {
+namespace {
+
+using integration::ProcessCluster;
+using integration::RawConnection;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kAttackers = 30;
+constexpr size_t kValueBytes = size_t{4} << 20;
+constexpr uint64_t kCapBytesDefault = uint64_t{32} << 20;
+constexpr auto kAttack = std::chrono::seconds(8);
+
+int connect_to(uint16_t port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    return fd;
+}
+
+std::string resp(const std::vector<std::string>& argv) {
+    std::string out = "*" + std::to_string(argv.size()) + "\r\n";
+    for (const std::string& a : argv) {
+        out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+    }
+    return out;
+}
+
+// SET big <4 MiB> on a connection that reads its "+OK".
+void set_big_value(uint16_t port) {
+    const int fd = connect_to(port);
+    const std::string set = resp({"SET", "big", std::string(kValueBytes, 'v')});
+    REQUIRE(::send(fd, set.data(), set.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(set.size()));
+    char reply[16] = {};
+    REQUIRE(::recv(fd, reply, 5, MSG_WAITALL) == 5);
+    CHECK(std::string(reply, 5) == "+OK\r\n");
+    ::close(fd);
+}
+
+// The raftlockd whose command line names the cluster's directory.
+pid_t node_pid(const ProcessCluster& c) {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        std::ifstream in(entry.path() / "cmdline");
+        std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (cmdline.find("raftlockd") != std::string::npos &&
+            cmdline.find(c.dir()) != std::string::npos) {
+            return static_cast<pid_t>(std::stol(entry.path().filename().string()));
+        }
+    }
+    return -1;
+}
+
+// VmRSS of a process in bytes; 0 when it is gone.
+uint64_t rss_bytes(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("VmRSS:", 0) == 0) {
+            return std::stoull(line.substr(6)) * 1024;  // "VmRSS:  123 kB"
+        }
+    }
+    return 0;
+}
+
+bool write_answers(ProcessCluster& c, uint64_t request_id) {
+    RawConnection conn(c.ports(1).client);
+    proto::Request open;
+    open.set_request_id(request_id);
+    open.mutable_open_session()->set_timeout_ms(5000);
+    conn.send(open);
+    const std::optional<proto::Response> r = conn.response(request_id, 1000);
+    return r.has_value() && r->code() == proto::OK;
+}
+
+// One round of pipelined GETs on every attacker, never blocking; a closed one reconnects, as a
+// hostile client would. Returns how many were found closed.
+size_t pipeline_round(std::vector<int>& fds, uint16_t port, const std::string& gets) {
+    size_t closed = 0;
+    for (int& fd : fds) {
+        const ssize_t n = ::send(fd, gets.data(), gets.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            ++closed;
+            ::close(fd);
+            fd = connect_to(port);
+        }
+    }
+    return closed;
+}
+
+TEST_CASE("30 Redis clients pipelining GETs of 4 MiB without reading cannot exhaust the node",
+          "[hostile][output_buffer]") {
+    const char* env = std::getenv("RAFTLOCK_HOSTILE_OUTPUT_BUFFER_BYTES");
+    const uint64_t cap = env != nullptr ? std::stoull(env) : kCapBytesDefault;
+    const uint16_t redis_port = integration::free_port();
+    std::vector<std::string> flags = {"--redis-listen", "127.0.0.1:" + std::to_string(redis_port)};
+    if (env != nullptr) {
+        flags.insert(flags.end(), {"--client-output-buffer-bytes-max", std::to_string(cap)});
+    }
+    ProcessCluster c(1, flags);
+    REQUIRE(c.wait_for_leader() == 1);
+    const pid_t pid = node_pid(c);
+    REQUIRE(pid > 0);
+    set_big_value(redis_port);
+    const uint64_t rss_before = rss_bytes(pid);
+    // Every attacker may hold one cap of replies plus one reply being built; 256 MiB for the rest.
+    const uint64_t bound = rss_before + kAttackers * (cap + kValueBytes) + (uint64_t{256} << 20);
+
+    std::vector<int> fds;
+    for (size_t i = 0; i < kAttackers; ++i) {
+        fds.push_back(connect_to(redis_port));
+    }
+    std::string gets;
+    for (int i = 0; i < 500; ++i) {
+        gets += resp({"GET", "big"});
+    }
+    uint64_t rss_peak = 0;
+    uint64_t request_id = 1;
+    size_t closed = 0;
+    size_t slow_writes = 0;
+    auto next_write = Clock::now();
+    for (const auto end = Clock::now() + kAttack; Clock::now() < end;) {
+        closed += pipeline_round(fds, redis_port, gets);
+        const uint64_t rss = rss_bytes(pid);
+        REQUIRE(rss > 0);  // the node still runs
+        rss_peak = std::max(rss_peak, rss);
+        if (Clock::now() >= next_write) {
+            slow_writes += write_answers(c, request_id++) ? 0 : 1;
+            next_write = Clock::now() + std::chrono::milliseconds(250);
+        }
+        ::usleep(20000);
+    }
+    for (int fd : fds) {
+        ::close(fd);
+    }
+    const std::optional<std::string> metrics = integration::http_get(c.ports(1).admin, "/metrics");
+    INFO("cap " << cap << ", RSS before " << (rss_before >> 20) << " MiB, peak " << (rss_peak >> 20)
+                << " MiB, bound " << (bound >> 20) << " MiB, connections "
+                << "closed " << closed << ", writes late " << slow_writes << " of "
+                << request_id - 1);
+    INFO("node log:\n" << c.log_of(1));
+    CHECK(rss_peak < bound);
+    CHECK(slow_writes == 0);
+    CHECK(closed > 0);
+    REQUIRE(metrics.has_value());
+    CHECK(metrics->find("raftlock_client_output_buffer_disconnects_total 0\n") ==
+          std::string::npos);
+    CHECK(c.log_of(1).find("--client-output-buffer-bytes-max") != std::string::npos);
+    // The backlog of the closed connections is not run: the node is idle again at once.
+    CHECK(write_answers(c, request_id++));
+    CHECK(c.wait_exit(1, 1) == -1);
+    WARN("cap " << (cap >> 20) << " MiB: RSS before " << (rss_before >> 20) << " MiB, peak "
+                << (rss_peak >> 20) << " MiB (bound " << (bound >> 20) << " MiB)");
+}
+
+}  // namespace
+}  // namespace raftlock::hostile
