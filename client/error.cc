@@ -88,4 +88,32 @@ std::string to_string(const Error& error) {
     return fmt::format("{}: {}", to_string(error.code), error.message);
 }
 
+bool certainly_not_applied(ErrorCode code) {
+    switch (code) {
+        case ErrorCode::kNoNode:
+        case ErrorCode::kNodeExists:
+        case ErrorCode::kNotEmpty:
+        case ErrorCode::kBadVersion:
+        case ErrorCode::kNoChildrenForEphemerals:
+        case ErrorCode::kBadArguments:
+        case ErrorCode::kMalformedCommand:
+        case ErrorCode::kLockBusy:
+        case ErrorCode::kNotLockHolder:
+        case ErrorCode::kFenceRejected:
+        case ErrorCode::kLimitExceeded:
+        case ErrorCode::kAlreadyWaiting:
+        case ErrorCode::kWaitTimeout:
+        case ErrorCode::kTooManyRequests:
+        case ErrorCode::kBadRequest:
+        case ErrorCode::kConnectFailed:  // never sent
+        case ErrorCode::kNoSession:
+        case ErrorCode::kInvalidArgument:
+        case ErrorCode::kWrongThread:
+        case ErrorCode::kTooManyPending:
+            return true;
+        default:
+            return false;
+    }
+}
+
 }  // namespace raftlock::client

@@ -66,5 +66,10 @@ std::string_view to_string(ErrorCode code);
 ErrorCode error_code_from_wire(int32_t wire_code);
 // "lock_busy: <message>"
 std::string to_string(const Error& error);
+// True when a call that failed with `code` certainly had no effect: the server refused it, or it
+// was never sent. Any other failure (a timeout, a lost connection, UNAVAILABLE after sending)
+// leaves a write's outcome unknown: it may still apply. Jepsen histories record the first kind as
+// `fail` and the second as `info`.
+bool certainly_not_applied(ErrorCode code);
 
 }  // namespace raftlock::client

@@ -39,34 +39,8 @@ std::string node_path(const std::string& key) {
     return std::string(kRoot) + "/" + key;
 }
 
-// Whether an error means the operation certainly did not take effect (`fail`) rather than that
-// its outcome is unknown (`info`). A write whose session is gone may have been applied before the
-// session ended, and a timeout or a lost connection says nothing either way.
-bool definitely_failed(rc::ErrorCode code) {
-    switch (code) {
-        case rc::ErrorCode::kNoNode:
-        case rc::ErrorCode::kNodeExists:
-        case rc::ErrorCode::kNotEmpty:
-        case rc::ErrorCode::kBadVersion:
-        case rc::ErrorCode::kBadArguments:
-        case rc::ErrorCode::kLockBusy:
-        case rc::ErrorCode::kNotLockHolder:
-        case rc::ErrorCode::kFenceRejected:
-        case rc::ErrorCode::kLimitExceeded:
-        case rc::ErrorCode::kAlreadyWaiting:
-        case rc::ErrorCode::kWaitTimeout:
-        case rc::ErrorCode::kTooManyRequests:
-        case rc::ErrorCode::kBadRequest:
-        case rc::ErrorCode::kConnectFailed:  // never sent
-        case rc::ErrorCode::kNoSession:
-        case rc::ErrorCode::kInvalidArgument:
-        case rc::ErrorCode::kTooManyPending:
-            return true;
-        default:
-            return false;
-    }
-}
-
+// The session ended: a write on it may have been applied before it did (rc::certainly_not_applied
+// decides between `fail` and `info` for everything else).
 bool session_gone(rc::ErrorCode code) {
     return code == rc::ErrorCode::kSessionExpired || code == rc::ErrorCode::kSessionLost;
 }
@@ -310,7 +284,7 @@ public:
                         const nlohmann::json& value,
                         const rc::Error& error) {
         const std::string name(rc::to_string(error.code));
-        if (definitely_failed(error.code)) {
+        if (rc::certainly_not_applied(error.code)) {
             fail(f, key, value, name);
         } else {
             info(f, key, value, name);
@@ -447,7 +421,7 @@ void lock_acquire(Worker& w, std::optional<Holding>& holding) {
         return;
     }
     w.complete_error("acquire", lock, nullptr, lease.error());
-    if (!definitely_failed(lease.error().code)) {
+    if (!rc::certainly_not_applied(lease.error().code)) {
         // A grant may have raced the failure; ending the session releases it.
         w.abandon_session();
     }
@@ -489,7 +463,7 @@ void lock_release(Worker& w, std::optional<Holding>& holding) {
         return;
     }
     w.complete_error("release", lock, token, released.error());
-    if (!definitely_failed(code)) {
+    if (!rc::certainly_not_applied(code)) {
         // The lock may still be held by this session; ending it releases the lock for sure,
         // where a later acquire on the same session would be a reentrant one.
         w.abandon_session();

@@ -48,10 +48,6 @@ std::unique_ptr<Recipe> make_recipe(const WorkerOptions& options, Wakeup& wakeup
 std::unique_ptr<Recipe> make_native_recipe(const WorkerOptions& options);
 std::unique_ptr<Recipe> make_zk_recipe(const WorkerOptions& options, Wakeup& wakeup);
 
-// True when a call that failed with `code` certainly did not take effect: it was refused, or
-// never sent. A timeout, a lost connection or a session that ended meanwhile say nothing either
-// way.
-bool certainly_not_applied(client::ErrorCode code);
 // The session is gone: it needs replacing.
 bool session_gone(client::ErrorCode code);
 
