@@ -12,7 +12,6 @@ heatmap.png, timelines/, index.html) is written at the end. Exit status: 0 every
 """
 
 import argparse
-import dataclasses
 import json
 import os
 import random
@@ -25,6 +24,7 @@ import time
 import traceback
 
 from locklab import netns, report
+from locklab.families import FAMILIES
 from locklab.clockshift import ClockFile
 from locklab.nemesis import FAULTS, Nemesis, monotonic_ns
 from locklab.targets import TARGETS, Postgres, SetupError, Target
@@ -36,35 +36,6 @@ WORKER_PY = os.path.join(ROOT, "jepsen", "locklab", "worker.py")
 WORKER_CPP = "jepsen/labworker/raftlock-lab-worker"
 LOCK_NAME = "lab-lock"
 CLIENT_FAULTS = ("client-pause", "client-partition", "client-clock")
-
-
-@dataclasses.dataclass(frozen=True)
-class Family:
-    targets: tuple
-    native: bool = False  # the C++ worker (raftlock's client library); else the Python worker
-    fenced: bool = False  # the resource refuses stale tokens
-    tokens: bool = False  # acquisitions carry fencing tokens: the history goes to the mutex model
-    optimistic: bool = False  # no lock: the counter is a row of the database
-    prepare: bool = False  # the Python worker's --prepare makes tables first
-
-
-REDIS_TARGETS = ("raftlock", "redis", "redis-replicated")
-SQL_TARGETS = ("raftlock", "postgres")
-FAMILIES = {
-    "native-fenced": Family(("raftlock",), native=True, fenced=True, tokens=True),
-    "native-unfenced": Family(("raftlock",), native=True, tokens=True),
-    "zk-recipe": Family(("raftlock",), native=True, tokens=True),
-    "zk-recipe-fenced": Family(("raftlock",), native=True, fenced=True, tokens=True),
-    "redis-setnx-expire": Family(REDIS_TARGETS),
-    "redis-set-nx-px": Family(REDIS_TARGETS),
-    "redis-watchdog": Family(REDIS_TARGETS),
-    "redlock": Family(("redis5",)),
-    "sql-unique-row": Family(SQL_TARGETS, prepare=True),
-    "sql-for-update": Family(SQL_TARGETS, prepare=True),
-    "sql-advisory": Family(SQL_TARGETS),
-    "sql-get-lock": Family(("raftlock",)),
-    "sql-optimistic": Family(SQL_TARGETS, optimistic=True, prepare=True),
-}
 
 
 def log(msg):

@@ -16,14 +16,10 @@ import subprocess
 import sys
 import tempfile
 
-# The orders of docs/lock-lab.md; anything else a run has comes after, in its own order.
-FAMILIES = ("native-fenced", "native-unfenced", "zk-recipe", "zk-recipe-fenced",
-            "redis-setnx-expire", "redis-set-nx-px", "redis-watchdog", "redlock",
-            "sql-unique-row", "sql-for-update", "sql-advisory", "sql-get-lock", "sql-optimistic")
-TARGETS = ("raftlock", "redis", "redis-replicated", "redis5", "postgres")
-FAULTS = ("none", "client-pause", "client-partition", "server-kill", "server-clock",
-          "client-clock")
-FENCED = ("native-fenced", "zk-recipe-fenced")  # when a cell.json does not say
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from locklab.families import FAMILIES  # noqa: E402  (the orders of docs/lock-lab.md)
+from locklab.nemesis import FAULTS  # noqa: E402
+from locklab.targets import TARGETS  # noqa: E402
 
 # Severity of a cell, shared by the heat map and the HTML tables so they read the same.
 COLOURS = {"safe": "#8fd18f", "overlap": "#ffe066", "corrupt": "#e06060", "broken": "#c8c8c8"}
@@ -146,7 +142,8 @@ def severity(cell):
 
 
 def is_fenced(cell, cell_json):
-    return bool(cell_json.get("fenced", cell["family"] in FENCED))
+    family = FAMILIES.get(cell["family"])
+    return bool(cell_json.get("fenced", family is not None and family.fenced))
 
 
 def notes_of(rows, faults, by_key):
