@@ -1,9 +1,10 @@
 """The lab's faults (docs/lock-lab.md "The faults"): one kind per cell, injected again and again
 after a quiet start, healed before a fault-free end.
 
-The client faults hit the holder: the worker that the resource server says is between its read and
-its write, so a pause or a cut lands inside a critical section, where it can do harm, instead of
-wherever chance puts it.
+Every fault lands while a holder is inside its critical section (the worker that the resource
+server says is between its read and its write): the client faults hit that worker, the server faults
+hit the server while it works. A fault that lands between two sections can do no harm to either,
+and with 50 ms sections chance alone would often put it there.
 """
 
 import json
@@ -143,15 +144,19 @@ class Nemesis(threading.Thread):
                 detail["rate"] = CLIENT_CLOCK_RATE
                 self._heal = worker.clock.reset
             return detail
+        # A server fault still lands when no holder shows up in time (a lock that is down).
+        worker, grant = self.holder()
+        during = {"holder": worker.id, "grant": grant} if worker is not None else {}
         if self.fault == "server-kill":
             slot, detail = self.target.server_kill()
             self._heal = lambda: self.target.server_restart(slot)
-            return detail
+            return {**detail, **during}
         if self.fault == "server-clock":
             slot = self.target.kill_victim()
             clock = self.target.procs[slot].clock
             step = server_clock_step_s(self.ttl_s)
             clock.step(step)
             self._heal = clock.reset
-            return {"slot": slot, "server": self.target.procs[slot].name, "step_s": step}
+            return {"slot": slot, "server": self.target.procs[slot].name, "step_s": step,
+                    **during}
         raise ValueError(f"unknown fault {self.fault!r}")
