@@ -55,6 +55,8 @@ class Resource:
         reply = {"t": t}
         if op in ("read", "write"):
             reply.update(self.access(request, t))
+        elif op == "db":
+            self.note_db(request, t)
         self.requests += 1
         self.log.write(json.dumps({**request, **reply}, separators=(",", ":")) + "\n")
         return reply
@@ -79,6 +81,16 @@ class Resource:
         self.reading.pop(worker, None)
         before, self.counter = self.counter, value
         return {"ok": True, "before": before}
+
+    def note_db(self, request, t):
+        """sql-optimistic keeps its counter in the database and reports each step here: between
+        its row read and its conditional update it is "inside" as much as a lock holder is, and the
+        client faults must land there too."""
+        worker = request["worker"]
+        if request.get("kind") == "read" and request.get("ok"):
+            self.reading[worker] = (request.get("grant"), t)
+        else:
+            self.reading.pop(worker, None)
 
     def refusal(self, token):
         if not self.fence:

@@ -268,14 +268,25 @@ class OptimisticLoop(Loop):
         super().__init__(args, recorder, stop)
         self.counter = recipes_sql.OptimisticCounter(args, endpoints, self.rng)
         self.attempts = 0
+        self.committed = False
 
     def run(self):
         try:
             while self.running():
+                self.committed = False
                 self.attempt()
                 self.between_cycles()
         finally:
             self.counter.close()
+
+    def between_cycles(self):
+        # The writer that just won answers first (the losers' UPDATEs wait on its row lock or
+        # its log entry), so with equal pauses it also reads first and wins the next round too:
+        # one worker took every commit for seconds. A winner that pauses for part of a work time
+        # lets the losers read the new version first, as an application with other work would.
+        if self.committed:
+            self.stop.sleep(self.rng.uniform(0.5, 1.0) * self.args.work_ms / 1000)
+        super().between_cycles()
 
     def attempt(self):
         try:
@@ -303,6 +314,7 @@ class OptimisticLoop(Loop):
             self.error("unknown write", e)
             return
         self.recorder.db(attempt, "write", value + 1, version, committed)
+        self.committed = committed
         self.count("commits" if committed else "conflicts")
 
     def error(self, what, e):
