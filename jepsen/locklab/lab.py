@@ -335,6 +335,8 @@ def parse_args(argv=None):
     p.add_argument("--expect", action="append", default=[], type=parse_expectation)
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--results", default=None)
+    p.add_argument("--resume", action="store_true",
+                   help="keep the cells --results already holds (same parameters) and run the rest")
     args = p.parse_args(argv)
     args.families = parse_list(args.families, FAMILIES, "family")
     args.targets = parse_list(args.targets, TARGETS, "target")
@@ -343,6 +345,8 @@ def parse_args(argv=None):
         p.error(f"--workers must be 1..{netns.WORKER_SLOTS_MAX}")
     if args.heal >= args.time:
         p.error("--heal must be shorter than --time")
+    if args.resume and (args.results is None or args.seed is None):
+        p.error("--resume needs the --results and --seed of the run it continues")
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 2**31)
     return args
@@ -395,6 +399,22 @@ def check_expectations(args, results):
     return failures
 
 
+def resumed(fresh, out_dir):
+    """The results.json of an interrupted run in out_dir, continued: the same parameters, else
+    the run refuses (a table must not mix cells of different lengths or seeds)."""
+    path = os.path.join(out_dir, "results.json")
+    if not os.path.exists(path):
+        return fresh
+    with open(path) as f:
+        old = json.load(f)
+    if old.get("params") != fresh["params"]:
+        raise SystemExit(f"lab: --resume: {path} was run with {old.get('params')}, "
+                         f"not {fresh['params']}")
+    old.setdefault("resumed", []).append({"at": fresh["started"], "command": fresh["command"]})
+    old.setdefault("wall_s", 0)
+    return old
+
+
 def summary_line(entry):
     m = entry.get("metrics") or {}
     if entry["status"] == "error":
@@ -420,9 +440,15 @@ def main(argv=None):
     results = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": command,
                "params": {"time_s": args.time, "heal_s": args.heal, "workers": args.workers,
                           "ttl_ms": args.ttl_ms, "work_ms": args.work_ms, "seed": args.seed},
-               "cells": []}
+               "cells": [], "wall_s": 0}
+    if args.resume:
+        results = resumed(results, out_dir)
+    done = {cell_name(c["family"], c["target"], c["fault"]) for c in results["cells"]}
+    if done:
+        log(f"resuming: {len(done)} cells already in {out_dir}")
+    cells = [c for c in cells if cell_name(*c) not in done]
     log(f"{len(cells)} cells, {args.time:g} s each, seed {args.seed}, results in {out_dir}")
-    started = time.monotonic()
+    started, wall_before = time.monotonic(), results["wall_s"]
 
     def interrupted(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
@@ -437,7 +463,7 @@ def main(argv=None):
             entry = Cell(args, family, target, fault, out_dir).run()
             log(f"    {summary_line(entry)}")
             results["cells"].append(entry)
-            results["wall_s"] = round(time.monotonic() - started, 1)
+            results["wall_s"] = round(wall_before + time.monotonic() - started, 1)
             with open(os.path.join(out_dir, "results.json"), "w") as f:
                 json.dump(results, f, indent=1)
     except KeyboardInterrupt:
