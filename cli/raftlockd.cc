@@ -30,6 +30,7 @@
 #include "server/pg_frontend.h"
 #include "server/redis_frontend.h"
 #include "server/replica.h"
+#include "statemachine/redis/lua_script.h"
 #include "storage/rocks_storage.h"
 
 namespace raftlock::server {
@@ -185,6 +186,11 @@ int run(const ServerConfig& config) {
         return 1;
     }
     if (!check_identity(config)) {
+        return 1;
+    }
+    // Every replica runs every EVAL in the log, whether or not this node serves Redis clients.
+    if (const std::string why = statemachine::redis::check_script_memory(); !why.empty()) {
+        spdlog::critical("{}", why);
         return 1;
     }
     auto store = storage::RocksStorage::open(config.data_dir);

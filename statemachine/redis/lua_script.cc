@@ -58,6 +58,9 @@ constexpr const char* kReplyTooBigError = "ERR script reply exceeds the memory l
 // ---------------------------------------------------------------------------------------------
 // The arena: deterministic addresses for Lua's objects.
 
+constexpr size_t kRegionAlignment = size_t{1} << 32;
+constexpr size_t kCommitStep = size_t{1} << 20;
+
 // Lua's allocations for one run, carved from a private region whose start is 4 GiB-aligned. Lua
 // 5.1 hashes a table key that is a table, function or coroutine by the low 32 bits of its address,
 // so pairs() walks such keys in an order set by addresses. Here every address is base + offset,
@@ -80,8 +83,6 @@ public:
     void release(void* block, size_t bytes);
 
 private:
-    static constexpr size_t kRegionAlignment = size_t{1} << 32;
-    static constexpr size_t kCommitStep = size_t{1} << 20;
     static constexpr size_t kSmallStep = 16;
     static constexpr size_t kSmallMax = 512;
     static constexpr size_t kSmallClasses = kSmallMax / kSmallStep;
@@ -103,22 +104,84 @@ private:
     std::array<void*, kClassCount> free_{};
 };
 
-Arena::Arena(size_t capacity_bytes) {
-    capacity_bytes_ =
-        std::min(kRegionAlignment, (capacity_bytes + kCommitStep - 1) / kCommitStep * kCommitStep);
-    SCRIPT_ASSERT(capacity_bytes_ >= kCommitStep);
-    // Reserve (PROT_NONE, nothing committed) enough address space to find an aligned start in it.
-    reservation_bytes_ = kRegionAlignment + capacity_bytes_;
-    void* reserved = mmap(nullptr, reservation_bytes_, PROT_NONE,
+// Where a region may start: 4 GiB-aligned addresses in the middle of the 47-bit user space, above
+// AddressSanitizer's shadow (which ends near 16 TiB) and below where the kernel puts mmap regions
+// and stacks (near 128 TiB). Any of them gives the same low 32 bits; the first free one is used.
+constexpr uintptr_t kRegionCandidateFirst = uintptr_t{0x2000} << 32;  // 32 TiB
+constexpr uintptr_t kRegionCandidateStep = uintptr_t{0x100} << 32;    // 1 TiB
+constexpr int kRegionCandidates = 64;
+
+// `bytes` of address space (PROT_NONE, nothing committed) at `at` exactly, or null.
+std::byte* reserve_at(uintptr_t at, size_t bytes) {
+    void* p = mmap(reinterpret_cast<void*>(at), bytes, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) {
+        return nullptr;
+    }
+    if (reinterpret_cast<uintptr_t>(p) != at) {  // a kernel older than 4.17 took it as a hint
+        munmap(p, bytes);
+        return nullptr;
+    }
+    return static_cast<std::byte*>(p);
+}
+
+// A region of `capacity` bytes whose start has zero low 32 bits, reserved (PROT_NONE, nothing
+// committed); null when the address space is exhausted (`ulimit -v`).
+struct Region {
+    std::byte* reservation = nullptr;
+    size_t reservation_bytes = 0;
+    std::byte* base = nullptr;
+};
+
+Region reserve_region(size_t capacity) {
+    // Only the capacity is reserved, at an aligned address: under `ulimit -v` (which counts
+    // reserved address space) a script needs what its memory limit allows, not 4 GiB more.
+    Region r;
+    for (int i = 0; i < kRegionCandidates && r.reservation == nullptr; ++i) {
+        r.reservation =
+            reserve_at(kRegionCandidateFirst + uintptr_t(i) * kRegionCandidateStep, capacity);
+    }
+    if (r.reservation != nullptr) {
+        r.reservation_bytes = capacity;
+        r.base = r.reservation;
+        return r;
+    }
+    // Every candidate taken (a sanitizer with another memory layout): reserve enough to find an
+    // aligned start anywhere.
+    r.reservation_bytes = kRegionAlignment + capacity;
+    void* reserved = mmap(nullptr, r.reservation_bytes, PROT_NONE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (reserved == MAP_FAILED) {
+        return Region{};
+    }
+    r.reservation = static_cast<std::byte*>(reserved);
+    const auto start = reinterpret_cast<uintptr_t>(r.reservation);
+    const uintptr_t aligned = (start + kRegionAlignment - 1) & ~uintptr_t{kRegionAlignment - 1};
+    r.base = r.reservation + (aligned - start);
+    return r;
+}
+
+// The arena's capacity for a memory limit: room for fragmentation (no coalescing) of up to four
+// times the limit, in whole commit steps, at most one aligned region.
+size_t arena_capacity(size_t memory_bytes_max) {
+    const size_t wanted = std::min(memory_bytes_max, size_t{1} << 30) * 4 + kCommitStep;
+    return std::min(kRegionAlignment, (wanted + kCommitStep - 1) / kCommitStep * kCommitStep);
+}
+
+Arena::Arena(size_t capacity_bytes) : capacity_bytes_(capacity_bytes) {
+    SCRIPT_ASSERT(capacity_bytes_ >= kCommitStep && capacity_bytes_ % kCommitStep == 0);
+    SCRIPT_ASSERT(capacity_bytes_ <= kRegionAlignment);
+    const Region region = reserve_region(capacity_bytes_);
+    if (region.reservation == nullptr) {
+        // The host is out of address space (startup checks for it: check_script_memory). Failing
+        // the script instead would make this replica's reply differ from the others'.
         fail_stop("cannot reserve address space for the Lua arena");
     }
-    reservation_ = static_cast<std::byte*>(reserved);
-    const auto start = reinterpret_cast<uintptr_t>(reservation_);
-    const uintptr_t aligned = (start + kRegionAlignment - 1) & ~uintptr_t{kRegionAlignment - 1};
-    base_ = reservation_ + (aligned - start);
+    reservation_ = region.reservation;
+    reservation_bytes_ = region.reservation_bytes;
+    base_ = region.base;
     SCRIPT_ASSERT((reinterpret_cast<uintptr_t>(base_) & 0xFFFFFFFFu) == 0);
+    SCRIPT_ASSERT(base_ + capacity_bytes_ <= reservation_ + reservation_bytes_);
 }
 
 Arena::~Arena() {
@@ -226,9 +289,7 @@ struct RaisedError {
 
 struct RunContext {
     explicit RunContext(const ScriptLimits& limits_in)
-        : limits(limits_in),
-          // Room for fragmentation (no coalescing) of up to four times the limit.
-          arena(std::min(limits_in.memory_bytes_max, size_t{1} << 30) * 4 + (size_t{1} << 20)) {}
+        : limits(limits_in), arena(arena_capacity(limits_in.memory_bytes_max)) {}
 
     const ScriptLimits limits;
     Arena arena;
@@ -1198,6 +1259,18 @@ Value run_script(std::string_view body,
     const int status = lua_cpcall(L, run_protected, &ctx);
     lua_close(L);
     return outcome(ctx, status, body);
+}
+
+std::string check_script_memory(const ScriptLimits& limits) {
+    const size_t capacity = arena_capacity(limits.memory_bytes_max);
+    const Region region = reserve_region(capacity);
+    if (region.reservation == nullptr) {
+        return "cannot reserve " + std::to_string(capacity >> 20) +
+               " MiB of address space for Lua scripts (the arena of a script limited to " +
+               std::to_string(limits.memory_bytes_max >> 20) + " MiB): raise `ulimit -v`";
+    }
+    munmap(region.reservation, region.reservation_bytes);
+    return "";
 }
 
 std::string check_script(std::string_view body) {

@@ -94,4 +94,9 @@ Value run_script(std::string_view body,
 // shebang: x".
 std::string check_script(std::string_view body);
 
+// Empty when this process can reserve the address space a script under `limits` needs (its arena,
+// about four times the memory limit, no longer 4 GiB more); else why not. A server checks at
+// startup, because a replica that cannot reserve it in the middle of the log must stop.
+std::string check_script_memory(const ScriptLimits& limits = {});
+
 }  // namespace raftlock::statemachine::redis

@@ -14,13 +14,11 @@
 #include <string>
 #include <vector>
 
-#include <arpa/inet.h>
 #include <catch2/catch.hpp>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tests/hostile/resp_raw.h"
 #include "tests/integration/process_cluster.h"
 #include "tests/integration/raw_client.h"
 
@@ -39,29 +37,10 @@ constexpr auto kAttack = std::chrono::seconds(8);
 // slower (see CMakeLists.txt).
 constexpr int kWriteDeadlineMs = 1000 * RAFTLOCK_HOSTILE_SLOWDOWN;
 
-int connect_to(uint16_t port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    return fd;
-}
-
-std::string resp(const std::vector<std::string>& argv) {
-    std::string out = "*" + std::to_string(argv.size()) + "\r\n";
-    for (const std::string& a : argv) {
-        out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
-    }
-    return out;
-}
-
 // SET big <4 MiB> on a connection that reads its "+OK".
 void set_big_value(uint16_t port) {
-    const int fd = connect_to(port);
-    const std::string set = resp({"SET", "big", std::string(kValueBytes, 'v')});
+    const int fd = connect_loopback(port);
+    const std::string set = resp_command({"SET", "big", std::string(kValueBytes, 'v')});
     REQUIRE(::send(fd, set.data(), set.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(set.size()));
     char reply[16] = {};
     REQUIRE(::recv(fd, reply, 5, MSG_WAITALL) == 5);
@@ -112,7 +91,7 @@ size_t pipeline_round(std::vector<int>& fds, uint16_t port, const std::string& g
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
             ++closed;
             ::close(fd);
-            fd = connect_to(port);
+            fd = connect_loopback(port);
         }
     }
     return closed;
@@ -138,11 +117,11 @@ TEST_CASE("30 Redis clients pipelining GETs of 4 MiB without reading cannot exha
 
     std::vector<int> fds;
     for (size_t i = 0; i < kAttackers; ++i) {
-        fds.push_back(connect_to(redis_port));
+        fds.push_back(connect_loopback(redis_port));
     }
     std::string gets;
     for (int i = 0; i < 500; ++i) {
-        gets += resp({"GET", "big"});
+        gets += resp_command({"GET", "big"});
     }
     uint64_t rss_peak = 0;
     uint64_t request_id = 1;

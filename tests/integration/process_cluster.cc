@@ -180,7 +180,7 @@ ProcessCluster::ProcessCluster(size_t size, std::vector<std::string> extra_flags
     root_ = tmpl;
     for (uint64_t id = 1; id <= size; ++id) {
         Node& n = nodes_[id];
-        n.ports = NodePorts{free_port(), free_port(), free_port()};
+        n.ports = NodePorts{free_port(), free_port(), free_port(), free_port()};
         n.data_dir = root_ + "/node" + std::to_string(id);
     }
     for (uint64_t id = 1; id <= size; ++id) {
@@ -226,14 +226,19 @@ std::vector<std::string> ProcessCluster::argv_for(uint64_t id) const {
         argv.push_back("--initial-cluster-state");
         argv.push_back("existing");
     }
-    argv.insert(argv.end(), extra_flags_.begin(), extra_flags_.end());
+    for (std::string flag : extra_flags_) {
+        if (const size_t at = flag.find("{redis}"); at != std::string::npos) {
+            flag.replace(at, 7, "127.0.0.1:" + std::to_string(n.ports.redis));
+        }
+        argv.push_back(std::move(flag));
+    }
     return argv;
 }
 
 uint64_t ProcessCluster::add_node() {
     const uint64_t id = nodes_.rbegin()->first + 1;
     Node& n = nodes_[id];
-    n.ports = NodePorts{free_port(), free_port(), free_port()};
+    n.ports = NodePorts{free_port(), free_port(), free_port(), free_port()};
     n.data_dir = root_ + "/node" + std::to_string(id);
     n.joined = true;
     start(id);
