@@ -284,6 +284,10 @@ int run(const ServerConfig& config) {
     }
 
     add_output_buffer_counter(metrics, listener, redis_listener.get(), pg_listener.get());
+    metrics.add_counter("raftlock_peer_incoming_evicted_total",
+                        "Connections to the Raft port closed before their Hello to make room "
+                        "for a new one (every slot was taken).",
+                        [&transport] { return static_cast<double>(transport.incoming_evicted()); });
 
     std::map<std::string, net::AdminHttp::Route> routes;
     routes["/status"] = [&replica] {

@@ -132,6 +132,7 @@ public:
     void set_peers(const std::vector<PeerAddress>& peers);
     void stop();
     std::vector<PeerStats> stats() const;
+    uint64_t incoming_evicted() const { return evicted_silent_; }
 
 private:
     using InPtr = std::shared_ptr<Incoming>;
@@ -139,6 +140,7 @@ private:
     void accept();
     void on_accept(tcp::socket socket);
     void read_incoming(const InPtr& in);
+    bool evict_silent_incoming();
     bool drain_incoming(const InPtr& in);
     bool on_incoming_frame(const InPtr& in, proto::PeerFrame&& frame);
     bool on_hello(const InPtr& in, const proto::Hello& hello);
@@ -164,6 +166,7 @@ private:
     std::map<uint64_t, std::unique_ptr<OutPeer>> peers_;
     std::map<uint64_t, InPtr> incoming_;
     uint64_t next_incoming_id_ = 1;
+    uint64_t evicted_silent_ = 0;
     bool started_ = false;
     bool stopped_ = false;
     LogLimiter log_{kLogInterval};
@@ -325,9 +328,11 @@ void Core::accept() {
 
 void Core::on_accept(tcp::socket socket) {
     const std::string remote = remote_text(socket);
-    if (incoming_.size() >= options_.incoming_connections_max) {
-        log_.log("incoming-full", fmt::format("node {}: refusing {}: {} incoming connections",
-                                              options_.self_id, remote, incoming_.size()));
+    if (incoming_.size() >= options_.incoming_connections_max && !evict_silent_incoming()) {
+        // Every slot is a peer that said Hello: a real member redialling replaces its own.
+        log_.log("incoming-full",
+                 fmt::format("node {}: refusing incoming connections: {} peers hold every slot",
+                             options_.self_id, options_.incoming_connections_max));
         error_code ignored;
         socket.close(ignored);
         return;
@@ -347,6 +352,25 @@ void Core::on_accept(tcp::socket socket) {
         self->close_incoming(*in, "no Hello in time");
     });
     read_incoming(in);
+}
+
+// Full of connections that have not said Hello (a member proves itself in its first frame, within
+// milliseconds): the oldest of them goes, so that idle or slow sockets cannot keep a restarted
+// member out (issue 16, row 9). False when every connection is a peer's.
+bool Core::evict_silent_incoming() {
+    for (auto& [id, in] : incoming_) {  // by id: oldest first
+        if (in->from == 0) {
+            ++evicted_silent_;
+            log_.log("incoming-evict",
+                     fmt::format("node {}: incoming connections full ({}): closing the oldest "
+                                 "that has not said Hello",
+                                 options_.self_id, options_.incoming_connections_max));
+            const InPtr victim = in;  // close_incoming erases the map entry
+            close_incoming(*victim, "");
+            return true;
+        }
+    }
+    return false;
 }
 
 void Core::read_incoming(const InPtr& in) {
@@ -786,6 +810,10 @@ void PeerTransport::stop() {
 
 std::vector<PeerStats> PeerTransport::stats() const {
     return impl_->core->stats();
+}
+
+uint64_t PeerTransport::incoming_evicted() const {
+    return impl_->core->incoming_evicted();
 }
 
 }  // namespace raftlock::net

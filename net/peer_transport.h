@@ -106,6 +106,9 @@ public:
     void stop();
 
     std::vector<PeerStats> stats() const;  // sorted by id
+    // Incoming connections closed, oldest first, to make room for a new one while every slot was
+    // taken and some had not said Hello.
+    uint64_t incoming_evicted() const;
 
 private:
     class Impl;

@@ -24,7 +24,7 @@ TEST_CASE("a repeated line is held back for the interval and then counted", "[ne
 }
 
 TEST_CASE("the key map is bounded", "[net][log]") {
-    LogLimiter limiter(1000ms, 4);
+    LogLimiter limiter(1000ms, 4, 1000, 1000);
     const auto t0 = LogLimiter::Clock::time_point{};
     uint64_t suppressed = 0;
     for (int i = 0; i < 100; ++i) {
@@ -33,6 +33,33 @@ TEST_CASE("the key map is bounded", "[net][log]") {
     // Forgotten keys print again: at most one extra line each.
     CHECK(limiter.allow("key0", "m", t0, suppressed));
     CHECK(!limiter.allow("key0", "m", t0, suppressed));
+}
+
+// Issue 16, row 9: a refusal line carried the remote address and a count, so every line was a new
+// message and 200 reconnecting sockets logged ~4 MB/s. The budget bounds every key together.
+TEST_CASE("lines whose text changes every time stay within the budget", "[net][log]") {
+    LogLimiter limiter(5000ms);  // 10 lines a second, a burst of 20
+    const auto t0 = LogLimiter::Clock::time_point{};
+    uint64_t suppressed = 0;
+    int printed = 0;
+    uint64_t reported = 0;
+    // 10,000 lines in 10 seconds, each different, over 50 keys.
+    for (int i = 0; i < 10000; ++i) {
+        const auto now = t0 + std::chrono::milliseconds(i);
+        if (limiter.allow("refuse:" + std::to_string(i % 50),
+                          "refusing 10.0.0." + std::to_string(i), now, suppressed)) {
+            ++printed;
+            reported += suppressed;
+        }
+    }
+    CHECK(printed >= 20);
+    CHECK(printed <= 20 + 10 * 10);
+    // Every line held back is accounted for in a printed one, but for those after the last.
+    CHECK(reported <= 10000u - static_cast<uint64_t>(printed));
+    CHECK(reported >= 10000u - static_cast<uint64_t>(printed) - 200);
+    // The budget refills: after a quiet second, lines print again.
+    CHECK(limiter.allow("other", "x", t0 + 12000ms, suppressed));
+    CHECK(suppressed > 0);
 }
 
 }  // namespace
