@@ -303,6 +303,10 @@ int run(const ServerConfig& config) {
     net::AdminHttp admin(io,
                          net::AdminHttpOptions{config.admin_listen.host, config.admin_listen.port},
                          std::move(routes));
+    metrics.add_counter("raftlock_admin_connections_evicted_total",
+                        "Admin HTTP connections closed before a whole request to make room for a "
+                        "new one (all were taken).",
+                        [&admin] { return static_cast<double>(admin.evicted()); });
 
     for (auto [name, started] :
          {std::pair{"raft", transport.start()}, std::pair{"client", listener.start()},

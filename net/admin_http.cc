@@ -49,6 +49,7 @@ struct HttpConn {
     std::array<char, 4096> drain_buffer;
     size_t drained_bytes = 0;
     uint64_t id;
+    bool reading = false;  // waiting for (the rest of) a request: what a full port may evict
     bool closed = false;
 };
 
@@ -78,10 +79,12 @@ public:
     Result<bool, std::string> start();
     uint16_t port() const { return port_; }
     void stop();
+    uint64_t evicted() const { return evicted_; }
 
 private:
     void accept();
     void on_accept(tcp::socket socket);
+    bool evict_reading();
     void read(const ConnPtr& c);
     void on_request(const ConnPtr& c);
     void respond(const ConnPtr& c,
@@ -101,6 +104,7 @@ private:
     uint16_t port_ = 0;
     std::map<uint64_t, ConnPtr> conns_;
     uint64_t next_id_ = 1;
+    uint64_t evicted_ = 0;
     bool started_ = false;
     bool stopped_ = false;
     LogLimiter log_{kLogInterval};
@@ -144,7 +148,7 @@ void Core::accept() {
 }
 
 void Core::on_accept(tcp::socket socket) {
-    if (conns_.size() >= options_.connections_max) {
+    if (conns_.size() >= options_.connections_max && !evict_reading()) {
         log_.log("http-full", fmt::format("admin http: refusing connections above {}",
                                           options_.connections_max));
         error_code ignored;
@@ -156,7 +160,26 @@ void Core::on_accept(tcp::socket socket) {
     read(c);
 }
 
+// Full: the oldest connection still waiting for its request goes, so idle or trickling clients
+// cannot take /healthz away (issue 16, row 8); a probe sends its request as it connects, so it
+// is the newest, not the oldest. False when every connection is being answered.
+bool Core::evict_reading() {
+    for (auto& [id, c] : conns_) {  // by id: oldest first
+        if (c->reading) {
+            ++evicted_;
+            log_.log("http-evict", fmt::format("admin http: {} connections: closing the oldest "
+                                               "that has not sent a whole request",
+                                               options_.connections_max));
+            const ConnPtr victim = c;  // close_conn erases the map entry
+            close_conn(victim);
+            return true;
+        }
+    }
+    return false;
+}
+
 void Core::read(const ConnPtr& c) {
+    c->reading = true;
     c->parser.emplace();
     c->parser->header_limit(kRequestBytesMax);
     c->parser->body_limit(kRequestBytesMax);
@@ -166,6 +189,7 @@ void Core::read(const ConnPtr& c) {
                          if (self->stopped_ || c->closed) {
                              return;
                          }
+                         c->reading = false;
                          if (is_malformed(ec)) {
                              HttpReply reply{400, "text/plain; charset=utf-8",
                                              "bad request: " + ec.message() + "\n"};
@@ -300,6 +324,10 @@ uint16_t AdminHttp::port() const {
 
 void AdminHttp::stop() {
     impl_->core->stop();
+}
+
+uint64_t AdminHttp::evicted() const {
+    return impl_->core->evicted();
 }
 
 }  // namespace raftlock::net

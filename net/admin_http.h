@@ -28,7 +28,7 @@ struct HttpReply {
 struct AdminHttpOptions {
     std::string listen_host = "127.0.0.1";
     uint16_t listen_port = 0;
-    size_t connections_max = 256;
+    size_t connections_max = 256;  // when all are taken, the oldest still without a request goes
     // A keep-alive connection with no request (or a request not finished) for this long is
     // closed; so is one whose response is not read within it.
     uint32_t idle_timeout_ms = 30000;
@@ -49,6 +49,9 @@ public:
     Result<bool, std::string> start();
     uint16_t port() const;
     void stop();
+    // Connections closed while still waiting for a request, to make room for a new one when all
+    // connections_max were taken.
+    uint64_t evicted() const;
 
 private:
     class Impl;
