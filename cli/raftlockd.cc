@@ -229,6 +229,7 @@ int run(const ServerConfig& config) {
     client_options.frame_bytes_max = config.client_frame_bytes_max;
     client_options.connections_max = config.connections_max;
     client_options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
+    client_options.message_deadline_ms = config.client_message_deadline_ms;
     net::ClientListener listener(io, client_options, replica);
     client_sink.listener = &listener;
 
@@ -246,6 +247,7 @@ int run(const ServerConfig& config) {
         resp_options.listen_port = config.redis_listen.port;
         resp_options.connections_max = config.connections_max;
         resp_options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
+        resp_options.message_deadline_ms = config.client_message_deadline_ms;
         redis_listener = std::make_unique<net::RespListener>(io, resp_options, *redis_frontend);
         resp_sink.listener = redis_listener.get();
         replica.set_redis_frontend(redis_frontend.get());
@@ -272,6 +274,7 @@ int run(const ServerConfig& config) {
         listen_options.listen_port = config.pg_listen.port;
         listen_options.connections_max = config.connections_max;
         listen_options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
+        listen_options.message_deadline_ms = config.client_message_deadline_ms;
         pg_listener = std::make_unique<net::PgListener>(io, listen_options, *pg_frontend);
         pg_sink.listener = pg_listener.get();
         replica.set_pg_frontend(pg_frontend.get());

@@ -44,7 +44,7 @@ StreamListenerOptions stream_options(const ClientListenerOptions& o) {
     s.listen_port = o.listen_port;
     s.send_queue_bytes_max = o.send_queue_bytes_max;
     s.connections_max = o.connections_max;
-    s.idle_partial_ms = o.idle_partial_frame_ms;
+    s.message_deadline_ms = o.message_deadline_ms;
     return s;
 }
 

@@ -7,15 +7,16 @@
 // - a frame longer than frame_bytes_max, bytes that do not parse as a Request, or a Request with no
 //   body: the connection gets a Response {request_id 0 (or the request's id), BAD_REQUEST, a
 //   message saying what was wrong} and is closed: flushed, half-closed, and dropped when the
-//   client closes too or after idle_partial_frame_ms (closing with unread input would reset the
+//   client closes too or after message_deadline_ms (closing with unread input would reset the
 //   connection and could destroy that response);
 // - a connection whose unsent output exceeds send_queue_bytes_max (a client that does not read) is
 //   closed;
 // - more than connections_max connections: a new one gets a Response {0, UNAVAILABLE, a message}
 //   and is closed;
-// - a connection with a partial frame and nothing received for idle_partial_frame_ms (a half-open
-//   or stuck sender) is closed. A connection with no partial frame may stay idle: session liveness
-//   is the session's business, not the connection's.
+// - a frame must arrive whole within message_deadline_ms of its first byte, and the first frame
+//   within that time of the connect; bytes trickling in do not restart it. A connection that has
+//   sent a whole frame and holds no partial one may stay idle: session liveness is the session's
+//   business, not the connection's.
 //
 // Threads: everything on the io_context's thread, handler calls included. Asio lives in the .cc.
 
@@ -43,7 +44,7 @@ struct ClientListenerOptions {
     uint32_t frame_bytes_max = 4u << 20;  // data <= 1 MiB plus the rest of a request
     size_t send_queue_bytes_max = kSendQueueBytesMaxDefault;
     size_t connections_max = 10000;
-    uint32_t idle_partial_frame_ms = 30000;
+    uint32_t message_deadline_ms = 30000;
 };
 
 class ClientHandler {

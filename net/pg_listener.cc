@@ -20,7 +20,7 @@ StreamListenerOptions stream_options(const PgListenerOptions& o) {
     s.listen_port = o.listen_port;
     s.send_queue_bytes_max = o.send_queue_bytes_max;
     s.connections_max = o.connections_max;
-    s.idle_partial_ms = o.idle_partial_ms;
+    s.message_deadline_ms = o.message_deadline_ms;
     s.first_id = kPgConnectionBit | 1;
     return s;
 }

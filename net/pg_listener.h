@@ -47,7 +47,7 @@ struct PgListenerOptions {
     PgLimits limits;           // see PgDecoder's preconditions
     size_t send_queue_bytes_max = kSendQueueBytesMaxDefault;
     size_t connections_max = 10000;
-    uint32_t idle_partial_ms = 30000;
+    uint32_t message_deadline_ms = 30000;
 };
 
 class PgHandler {

@@ -16,7 +16,7 @@ StreamListenerOptions stream_options(const RespListenerOptions& o) {
     s.listen_port = o.listen_port;
     s.send_queue_bytes_max = o.send_queue_bytes_max;
     s.connections_max = o.connections_max;
-    s.idle_partial_ms = o.idle_partial_ms;
+    s.message_deadline_ms = o.message_deadline_ms;
     s.first_id = kRespConnectionBit | 1;
     return s;
 }

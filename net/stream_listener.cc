@@ -38,8 +38,10 @@ struct Conn {
         : socket(std::move(s)), idle_timer(socket.get_executor()), id(id_) {}
 
     tcp::socket socket;
-    asio::steady_timer idle_timer;
-    uint64_t idle_generation = 0;  // tells a stale expiry from the current one
+    asio::steady_timer idle_timer;  // the message deadline (or the closing deadline)
+    uint64_t idle_generation = 0;   // tells a stale expiry from the current one
+    bool deadline_armed = false;    // a message deadline runs (see update_deadline)
+    bool spoke = false;             // has completed a message
     ConnectionId id;
     std::deque<std::string> out;  // encoded messages not yet handed to a write
     size_t out_bytes = 0;         // queued + being written
@@ -70,7 +72,7 @@ public:
           retry_(io),
           next_id_(options_.first_id) {
         RL_ASSERT(options_.connections_max > 0);
-        RL_ASSERT(options_.idle_partial_ms > 0);
+        RL_ASSERT(options_.message_deadline_ms > 0);
         RL_ASSERT(options_.first_id > 0);
         RL_ASSERT(options_.send_queue_bytes_max > 0);
     }
@@ -98,7 +100,9 @@ private:
     void refuse(tcp::socket socket);
     void read(const ConnPtr& c);
     void on_readable(const ConnPtr& c);
-    void arm_idle_timer(const ConnPtr& c);
+    void update_deadline(const ConnPtr& c, size_t partial_before, size_t bytes_read);
+    void arm_deadline(const ConnPtr& c);
+    void cancel_deadline(const ConnPtr& c);
     void enqueue(const ConnPtr& c, std::string bytes);
     void close_slow_consumer(const ConnPtr& c, size_t bytes);
     void post_flush(const ConnPtr& c);
@@ -179,6 +183,7 @@ void Core::on_accept(tcp::socket socket) {
     ++stats_.accepted;
     protocol_.on_open(c->id, remote);
     if (!c->closed && !stopped_) {
+        arm_deadline(c);  // the first message, like every other, must arrive in time
         read(c);
     }
 }
@@ -230,13 +235,14 @@ void Core::on_readable(const ConnPtr& c) {
         read(c);  // discarded, but reading notices the client closing its end
         return;
     }
+    const size_t partial_before = protocol_.partial_bytes(c->id);
     protocol_.on_bytes(c->id, std::string_view(read_buffer_.data(), n));
     // The protocol may have closed this connection or stopped the listener.
     if (c->closed || stopped_) {
         return;
     }
     if (!c->closing) {
-        arm_idle_timer(c);
+        update_deadline(c, partial_before, n);
     }
     read(c);
 }
@@ -246,28 +252,59 @@ void Core::pause_reading(ConnectionId id, bool paused) {
     if (stopped_ || it == conns_.end()) {
         return;
     }
-    it->second->paused = paused;
-    if (!paused && !it->second->closed) {
-        read(it->second);
+    const ConnPtr& c = it->second;
+    c->paused = paused;
+    if (paused && !c->closing) {
+        cancel_deadline(c);
+    }
+    if (!paused && !c->closed) {
+        if (!c->closing && (protocol_.partial_bytes(c->id) > 0 || !c->spoke)) {
+            arm_deadline(c);  // a fresh one: the pause was ours
+        }
+        read(c);
     }
 }
 
-// A partial message must make progress: each read with bytes left over restarts the deadline.
-void Core::arm_idle_timer(const ConnPtr& c) {
-    const uint64_t generation = ++c->idle_generation;
-    if (protocol_.partial_bytes(c->id) == 0) {
-        c->idle_timer.cancel();
-        return;
+// A message must arrive whole within message_deadline_ms of its first byte (and the first message
+// within that time of the connect): a deadline that every byte restarted let a client sending one
+// byte a second hold its connection forever (issue 16, row 7). A connection that has spoken and
+// holds no partial message may stay idle. The protocol's buffered bytes tell whether this read
+// completed a message: without one they grew by exactly the bytes read.
+void Core::update_deadline(const ConnPtr& c, size_t partial_before, size_t bytes_read) {
+    const size_t partial_after = protocol_.partial_bytes(c->id);
+    const bool completed = partial_after < partial_before + bytes_read;
+    c->spoke = c->spoke || completed;
+    if (c->paused) {
+        cancel_deadline(c);  // we are the one holding its work back; resuming re-arms
+    } else if (partial_after == 0 && c->spoke) {
+        cancel_deadline(c);
+    } else if (completed || !c->deadline_armed) {
+        arm_deadline(c);  // a new message began: its own deadline
     }
-    c->idle_timer.expires_after(milliseconds(options_.idle_partial_ms));
+}
+
+void Core::arm_deadline(const ConnPtr& c) {
+    const uint64_t generation = ++c->idle_generation;
+    c->deadline_armed = true;
+    c->idle_timer.expires_after(milliseconds(options_.message_deadline_ms));
     c->idle_timer.async_wait([self = shared_from_this(), c, generation](error_code ec) {
         if (ec || self->stopped_ || c->closed || c->idle_generation != generation) {
             return;
         }
         ++self->stats_.idle_timeouts;
+        self->log_.log("message-deadline",
+                       fmt::format("{}: closed a connection that sent no whole message within {} "
+                                   "ms (--client-message-deadline-ms)",
+                                   self->options_.name, self->options_.message_deadline_ms));
         // A stuck sender may not read either: no error reply, just close.
         self->close_now(c);
     });
+}
+
+void Core::cancel_deadline(const ConnPtr& c) {
+    ++c->idle_generation;
+    c->deadline_armed = false;
+    c->idle_timer.cancel();
 }
 
 void Core::send(ConnectionId id, std::string bytes) {
@@ -371,15 +408,16 @@ void Core::flush(const ConnPtr& c) {
                       });
 }
 
-// Flushes, half-closes, and waits for the client's end; all of it within idle_partial_ms, so
+// Flushes, half-closes, and waits for the client's end; all of it within message_deadline_ms, so
 // a client that neither reads nor closes does not keep its slot.
 void Core::begin_close(const ConnPtr& c) {
     if (c->closing) {
         return;
     }
     c->closing = true;
+    c->deadline_armed = false;
     const uint64_t generation = ++c->idle_generation;
-    c->idle_timer.expires_after(milliseconds(options_.idle_partial_ms));
+    c->idle_timer.expires_after(milliseconds(options_.message_deadline_ms));
     c->idle_timer.async_wait([self = shared_from_this(), c, generation](error_code ec) {
         if (!ec && !self->stopped_ && !c->closed && c->idle_generation == generation) {
             self->close_now(c);

@@ -14,9 +14,11 @@
 //   the close, and is_open() turns false at once, so the protocol can skip work for it;
 // - more than connections_max connections: a new one gets the protocol's refusal bytes and is
 //   closed;
-// - a connection holding a partial message (StreamProtocol::partial_bytes > 0) with nothing
-//   received for idle_partial_ms (a half-open or stuck sender) is closed. A connection with no
-//   partial message may stay idle.
+// - a message must arrive whole within message_deadline_ms of its first byte, and the first
+//   message within that time of the connect (a slowloris sending a byte a second is closed; each
+//   byte does not restart the deadline). A connection that has spoken and holds no partial
+//   message (StreamProtocol::partial_bytes == 0) may stay idle. While the protocol holds the
+//   connection's reading paused, its deadline does not run (the wait is ours, not the client's).
 //
 // Threads: everything on the io_context's thread, protocol calls included. Asio lives in the .cc.
 
@@ -46,7 +48,7 @@ struct StreamListenerOptions {
     uint16_t listen_port = 0;                                 // 0: ephemeral (tests)
     size_t send_queue_bytes_max = kSendQueueBytesMaxDefault;  // >= 1
     size_t connections_max = 10000;
-    uint32_t idle_partial_ms = 30000;
+    uint32_t message_deadline_ms = 30000;  // --client-message-deadline-ms
     ConnectionId first_id = 1;  // ids count up from here (ports of one process use distinct ranges)
 };
 
@@ -60,7 +62,9 @@ public:
     // The connection is gone (closed by either side); no more calls for it. Called from its own
     // turn of the event loop, never from inside send() or close().
     virtual void on_close(ConnectionId id) = 0;
-    // Bytes of an incomplete message the connection holds (the idle deadline applies when > 0).
+    // Bytes of input the connection holds that are not yet a whole message handed on (the message
+    // deadline applies when > 0; a read that leaves fewer than before plus the bytes read has
+    // completed a message).
     virtual size_t partial_bytes(ConnectionId id) const = 0;
     // What a connection refused at connections_max is sent before it is closed.
     virtual std::string refusal(size_t connections) const = 0;
@@ -71,7 +75,7 @@ struct StreamListenerStats {
     uint64_t accepted = 0;
     uint64_t protocol_errors = 0;  // counted by the protocol through count_protocol_error()
     uint64_t slow_consumers = 0;   // connections closed for an overfull send queue
-    uint64_t idle_timeouts = 0;    // connections closed with a partial message and no progress
+    uint64_t idle_timeouts = 0;    // connections closed at their message deadline
     uint64_t refused = 0;          // connections refused at accept (connections_max)
 };
 

@@ -305,6 +305,11 @@ void add_limit_fields(std::vector<Field>& out) {
         integer_field({"client-output-buffer-bytes-max", "client_output_buffer_bytes_max", "BYTES",
                        "Limits", "unread reply bytes per client connection before it is closed"},
                       &ServerConfig::client_output_buffer_bytes_max, 8u << 20, kNoMax));
+    out.push_back(integer_field(
+        {"client-message-deadline-ms", "client_message_deadline_ms", "MS", "Limits",
+         "time for a client message to arrive whole, from its first byte (and the first from the "
+         "connect)"},
+        &ServerConfig::client_message_deadline_ms, 100, kNoMax));
     out.push_back(log_level_field(
         {"log-level", "log_level", "LEVEL", "Logging", "debug, info, warn or error"}));
 }

@@ -93,6 +93,10 @@ struct ServerConfig {
     // client has not read; a connection that would exceed it is closed (Redis's
     // client-output-buffer-limit). >= 8 MiB: two replies of the largest size always fit.
     uint64_t client_output_buffer_bytes_max = 32u << 20;  // --client-output-buffer-bytes-max
+    // A client message (native frame, RESP command, PostgreSQL message) must arrive whole within
+    // this time of its first byte, the first message within this time of the connect; bytes
+    // trickling in do not restart it (a slowloris is closed). >= 100.
+    uint32_t client_message_deadline_ms = 30000;  // --client-message-deadline-ms
 
     // --- logging
     // ----------------------------------------------------------------------------------------

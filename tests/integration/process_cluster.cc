@@ -180,7 +180,7 @@ ProcessCluster::ProcessCluster(size_t size, std::vector<std::string> extra_flags
     root_ = tmpl;
     for (uint64_t id = 1; id <= size; ++id) {
         Node& n = nodes_[id];
-        n.ports = NodePorts{free_port(), free_port(), free_port(), free_port()};
+        n.ports = NodePorts{free_port(), free_port(), free_port(), free_port(), free_port()};
         n.data_dir = root_ + "/node" + std::to_string(id);
     }
     for (uint64_t id = 1; id <= size; ++id) {
@@ -227,8 +227,11 @@ std::vector<std::string> ProcessCluster::argv_for(uint64_t id) const {
         argv.push_back("existing");
     }
     for (std::string flag : extra_flags_) {
-        if (const size_t at = flag.find("{redis}"); at != std::string::npos) {
-            flag.replace(at, 7, "127.0.0.1:" + std::to_string(n.ports.redis));
+        for (const auto& [name, port] : {std::pair{std::string("{redis}"), n.ports.redis},
+                                         std::pair{std::string("{pg}"), n.ports.pg}}) {
+            if (const size_t at = flag.find(name); at != std::string::npos) {
+                flag.replace(at, name.size(), "127.0.0.1:" + std::to_string(port));
+            }
         }
         argv.push_back(std::move(flag));
     }
@@ -238,7 +241,7 @@ std::vector<std::string> ProcessCluster::argv_for(uint64_t id) const {
 uint64_t ProcessCluster::add_node() {
     const uint64_t id = nodes_.rbegin()->first + 1;
     Node& n = nodes_[id];
-    n.ports = NodePorts{free_port(), free_port(), free_port(), free_port()};
+    n.ports = NodePorts{free_port(), free_port(), free_port(), free_port(), free_port()};
     n.data_dir = root_ + "/node" + std::to_string(id);
     n.joined = true;
     start(id);

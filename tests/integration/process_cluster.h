@@ -19,6 +19,7 @@ struct NodePorts {
     uint16_t client = 0;
     uint16_t admin = 0;
     uint16_t redis = 0;  // reserved for every node; served when a flag says "{redis}"
+    uint16_t pg = 0;     // and "{pg}"
 };
 
 // A port nobody listens on now (bound to 0 and released; a tiny race that tests can live with).
@@ -42,7 +43,7 @@ int wait_program(pid_t pid, int timeout_ms);
 class ProcessCluster {
 public:
     // Every node gets extra_flags; "{redis}" in one stands for 127.0.0.1:<the node's redis port>
-    // (so {"--redis-listen", "{redis}"} gives each node its own Redis port).
+    // (so {"--redis-listen", "{redis}"} gives each node its own Redis port), "{pg}" likewise.
     explicit ProcessCluster(size_t size = 3, std::vector<std::string> extra_flags = {});
     ~ProcessCluster();  // SIGKILLs what runs, removes the directories (kept when
                         // RAFTLOCK_KEEP_DATA)

@@ -178,7 +178,7 @@ TEST_CASE("an oversized frame is refused before its payload is read", "[net][cli
 TEST_CASE("a partial frame with no progress is closed; an idle connection is not",
           "[net][client]") {
     ClientListenerOptions o;
-    o.idle_partial_frame_ms = 60;
+    o.message_deadline_ms = 60;
     Fixture f(o);
     RawClient idle(f.io, f.listener.port());
     idle.start_reading();
@@ -196,19 +196,65 @@ TEST_CASE("a partial frame with no progress is closed; an idle connection is not
     CHECK(f.listener.stats().connections == 1);
 }
 
-TEST_CASE("a partial frame that keeps making progress is not cut off", "[net][client]") {
+// Issue 16, row 7: each byte used to restart the deadline, so a client sending one byte every
+// few milliseconds (a second, in the report) kept its connection forever.
+TEST_CASE("a frame trickled in byte by byte is cut off at its deadline", "[net][client]") {
     ClientListenerOptions o;
-    o.idle_partial_frame_ms = 60;
+    o.message_deadline_ms = 60;
     Fixture f(o);
     RawClient slow(f.io, f.listener.port());
     slow.start_reading();
-    const std::string frame = request_frame(3, std::string(20, 'p'));
-    for (size_t i = 0; i < frame.size(); ++i) {
+    const std::string frame = request_frame(3, std::string(40, 'p'));
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < frame.size() && !slow.closed_by_server(); ++i) {
         slow.write(frame.substr(i, 1));
-        run_for(f.io, 5ms);  // 5 ms per byte, 100+ ms in all
+        run_for(f.io, 5ms);  // 5 ms per byte, 200+ ms in all
     }
-    REQUIRE(run_until(f.io, [&] { return f.handler.requests.size() == 1; }));
-    CHECK(!slow.closed_by_server());
+    REQUIRE(run_until(f.io, [&] { return slow.closed_by_server(); }));
+    CHECK(std::chrono::steady_clock::now() - start < 150ms);
+    CHECK(f.handler.requests.empty());
+    CHECK(f.listener.stats().idle_timeouts == 1);
+}
+
+TEST_CASE("a client whose reads always end mid-frame is not cut off while frames complete",
+          "[net][client]") {
+    ClientListenerOptions o;
+    o.message_deadline_ms = 60;
+    Fixture f(o);
+    RawClient pipeline(f.io, f.listener.port());
+    pipeline.start_reading();
+    // Each write ends one frame and begins the next: a partial frame is always buffered, for
+    // 200+ ms in all, but a frame completes every 10 ms.
+    std::string stream;
+    for (uint64_t id = 1; id <= 21; ++id) {
+        stream += request_frame(id);
+    }
+    const size_t step = request_frame(1).size();
+    size_t sent = 0;
+    for (size_t cut = step / 2; cut < stream.size(); cut += step) {
+        pipeline.write(stream.substr(sent, cut - sent));
+        sent = cut;
+        run_for(f.io, 10ms);
+    }
+    pipeline.write(stream.substr(sent));
+    const auto received = [&] {
+        return f.handler.requests.empty() ? size_t{0} : f.handler.requests.begin()->second.size();
+    };
+    REQUIRE(run_until(f.io, [&] { return received() == 21; }));
+    CHECK(!pipeline.closed_by_server());
+    CHECK(f.listener.stats().idle_timeouts == 0);
+}
+
+TEST_CASE("a connection that never sends a whole first frame is closed", "[net][client]") {
+    ClientListenerOptions o;
+    o.message_deadline_ms = 60;
+    Fixture f(o);
+    RawClient silent(f.io, f.listener.port());
+    silent.start_reading();
+    const auto start = std::chrono::steady_clock::now();
+    REQUIRE(run_until(f.io, [&] { return silent.closed_by_server(); }));
+    CHECK(std::chrono::steady_clock::now() - start >= 50ms);
+    CHECK(f.listener.stats().idle_timeouts == 1);
 }
 
 TEST_CASE("a client that does not read is closed when its queue passes the bound",
@@ -302,7 +348,7 @@ TEST_CASE("connections above the limit get UNAVAILABLE and are closed", "[net][c
 TEST_CASE("a well-behaved client keeps working while others misbehave", "[net][client]") {
     ClientListenerOptions o;
     o.frame_bytes_max = 4096;
-    o.idle_partial_frame_ms = 50;
+    o.message_deadline_ms = 50;
     Fixture f(o);
     f.handler.answer = true;
     RawClient good(f.io, f.listener.port());

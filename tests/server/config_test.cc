@@ -147,6 +147,7 @@ TEST_CASE("every optional flag sets its field", "[server][config]") {
         {"--max-watches", "10000"},
         {"--max-connections", "3"},
         {"--client-output-buffer-bytes-max", "8388608"},
+        {"--client-message-deadline-ms", "100"},
         {"--log-level", "warn"},
     };
     flags.insert(flags.end(), optional.begin(), optional.end());
@@ -166,6 +167,7 @@ TEST_CASE("every optional flag sets its field", "[server][config]") {
     CHECK(c.watches_per_connection_max == 10000);
     CHECK(c.connections_max == 3);
     CHECK(c.client_output_buffer_bytes_max == 8388608);
+    CHECK(c.client_message_deadline_ms == 100);
     CHECK(c.log_level == LogLevel::kWarn);
 }
 
@@ -257,6 +259,7 @@ TEST_CASE("--help lists every flag with its default, --version prints the versio
                                  "--max-watches N",
                                  "--max-connections N",
                                  "--client-output-buffer-bytes-max BYTES",
+                                 "--client-message-deadline-ms MS",
                                  "--log-level LEVEL",
                                  "--version"}) {
             INFO(name);
@@ -361,6 +364,8 @@ TEST_CASE("every bad flag value is named with what was expected", "[server][conf
          "--max-connections 0: expected an integer in 1..4294967295"},
         {with("--client-output-buffer-bytes-max", "8388607"),
          "--client-output-buffer-bytes-max 8388607: expected an integer >= 8388608"},
+        {with("--client-message-deadline-ms", "99"),
+         "--client-message-deadline-ms 99: expected an integer in 100..4294967295"},
         {with("--log-level", "INFO"), "--log-level INFO: expected debug, info, warn or error"},
     };
     for (const Case& c : cases) {
