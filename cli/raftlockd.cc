@@ -27,6 +27,7 @@
 #include "server/clock.h"
 #include "server/config.h"
 #include "server/metrics.h"
+#include "server/open_files.h"
 #include "server/pg_frontend.h"
 #include "server/redis_frontend.h"
 #include "server/replica.h"
@@ -193,6 +194,20 @@ int run(const ServerConfig& config) {
         spdlog::critical("{}", why);
         return 1;
     }
+    const auto connection_limit = client_connection_limit(config.connections_max);
+    if (!connection_limit.ok()) {
+        spdlog::critical("{}", connection_limit.error());
+        return 1;
+    }
+    if (connection_limit.value().lowered) {
+        spdlog::warn(
+            "the open-file limit {} allows {} client connections, not --max-connections {}",
+            connection_limit.value().open_files, connection_limit.value().client_connections_max,
+            config.connections_max);
+    }
+    // One budget over the native, Redis and PostgreSQL ports (net/connection_budget.h).
+    auto budget = std::make_shared<net::ConnectionBudget>(
+        connection_limit.value().client_connections_max, config.connections_per_address_max);
     auto store = storage::RocksStorage::open(config.data_dir);
     if (!store.ok()) {
         spdlog::critical("cannot open the store in {}: {}", config.data_dir, store.error().message);
@@ -230,6 +245,7 @@ int run(const ServerConfig& config) {
     client_options.connections_max = config.connections_max;
     client_options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
     client_options.message_deadline_ms = config.client_message_deadline_ms;
+    client_options.budget = budget;
     net::ClientListener listener(io, client_options, replica);
     client_sink.listener = &listener;
 
@@ -248,6 +264,7 @@ int run(const ServerConfig& config) {
         resp_options.connections_max = config.connections_max;
         resp_options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
         resp_options.message_deadline_ms = config.client_message_deadline_ms;
+        resp_options.budget = budget;
         redis_listener = std::make_unique<net::RespListener>(io, resp_options, *redis_frontend);
         resp_sink.listener = redis_listener.get();
         replica.set_redis_frontend(redis_frontend.get());
@@ -275,6 +292,7 @@ int run(const ServerConfig& config) {
         listen_options.connections_max = config.connections_max;
         listen_options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
         listen_options.message_deadline_ms = config.client_message_deadline_ms;
+        listen_options.budget = budget;
         pg_listener = std::make_unique<net::PgListener>(io, listen_options, *pg_frontend);
         pg_sink.listener = pg_listener.get();
         replica.set_pg_frontend(pg_frontend.get());
@@ -287,6 +305,15 @@ int run(const ServerConfig& config) {
     }
 
     add_output_buffer_counter(metrics, listener, redis_listener.get(), pg_listener.get());
+    metrics.add_counter("raftlock_client_connections_refused_total",
+                        "Client connections refused at accept: over the node's client "
+                        "connections or those of one address.",
+                        [&budget] { return static_cast<double>(budget->refused()); });
+    metrics.add_gauge(
+        "raftlock_client_connections_max",
+        "Client connections this node admits over all client ports (--max-connections, "
+        "lowered to fit the open-file limit).",
+        [&budget] { return static_cast<double>(budget->total_max()); });
     metrics.add_counter("raftlock_peer_incoming_evicted_total",
                         "Connections to the Raft port closed before their Hello to make room "
                         "for a new one (every slot was taken).",

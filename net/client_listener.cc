@@ -45,6 +45,7 @@ StreamListenerOptions stream_options(const ClientListenerOptions& o) {
     s.send_queue_bytes_max = o.send_queue_bytes_max;
     s.connections_max = o.connections_max;
     s.message_deadline_ms = o.message_deadline_ms;
+    s.budget = o.budget;
     return s;
 }
 

@@ -21,6 +21,7 @@ StreamListenerOptions stream_options(const PgListenerOptions& o) {
     s.send_queue_bytes_max = o.send_queue_bytes_max;
     s.connections_max = o.connections_max;
     s.message_deadline_ms = o.message_deadline_ms;
+    s.budget = o.budget;
     s.first_id = kPgConnectionBit | 1;
     return s;
 }

@@ -28,6 +28,8 @@ struct RespListenerOptions {
     size_t send_queue_bytes_max = kSendQueueBytesMaxDefault;
     size_t connections_max = 10000;
     uint32_t message_deadline_ms = 30000;
+    std::shared_ptr<ConnectionBudget>
+        budget;  // shared by a node's client ports (stream_listener.h)
 };
 
 class RespHandler {

@@ -43,6 +43,7 @@ struct Conn {
     bool deadline_armed = false;    // a message deadline runs (see update_deadline)
     bool spoke = false;             // has completed a message
     ConnectionId id;
+    std::string address;          // the remote IP, holding a slot of the budget (empty: none)
     std::deque<std::string> out;  // encoded messages not yet handed to a write
     size_t out_bytes = 0;         // queued + being written
     bool writing = false;
@@ -97,7 +98,7 @@ public:
 private:
     void accept();
     void on_accept(tcp::socket socket);
-    void refuse(tcp::socket socket);
+    void refuse(tcp::socket socket, const std::string& limit);
     void read(const ConnPtr& c);
     void on_readable(const ConnPtr& c);
     void update_deadline(const ConnPtr& c, size_t partial_before, size_t bytes_read);
@@ -151,6 +152,9 @@ void Core::stop() {
         c->closed = true;
         c->socket.close(ignored);
         c->idle_timer.cancel();
+        if (!c->address.empty()) {
+            options_.budget->release(c->address);
+        }
     }
     conns_.clear();
 }
@@ -166,8 +170,22 @@ void Core::accept() {
 
 void Core::on_accept(tcp::socket socket) {
     if (conns_.size() >= options_.connections_max) {
-        refuse(std::move(socket));
+        refuse(std::move(socket), fmt::format("{} connections on this port (--max-connections)",
+                                              options_.connections_max));
         return;
+    }
+    std::string address;
+    if (options_.budget != nullptr) {
+        error_code ec;
+        const tcp::endpoint remote = socket.remote_endpoint(ec);
+        if (ec) {
+            return;  // already gone
+        }
+        address = remote.address().to_string();
+        if (std::string why = options_.budget->admit(address); !why.empty()) {
+            refuse(std::move(socket), why);
+            return;
+        }
     }
     error_code ec;
     socket.set_option(tcp::no_delay(true), ec);
@@ -175,10 +193,14 @@ void Core::on_accept(tcp::socket socket) {
         socket.non_blocking(true, ec);  // reads are done by hand after wait_read
     }
     if (ec) {
+        if (!address.empty()) {
+            options_.budget->release(address);
+        }
         return;  // the client is already gone; the socket closes with its destructor
     }
     const std::string remote = remote_text(socket);
     auto c = std::make_shared<Conn>(std::move(socket), next_id_++);
+    c->address = std::move(address);
     conns_.emplace(c->id, c);
     ++stats_.accepted;
     protocol_.on_open(c->id, remote);
@@ -188,11 +210,10 @@ void Core::on_accept(tcp::socket socket) {
     }
 }
 
-// Over connections_max: the protocol's refusal (the kernel buffers it at once), then close.
-void Core::refuse(tcp::socket socket) {
+// Over a limit: the protocol's refusal (the kernel buffers it at once), then close.
+void Core::refuse(tcp::socket socket, const std::string& limit) {
     ++stats_.refused;
-    log_.log("refuse", fmt::format("{}: refusing connections above {}", options_.name,
-                                   options_.connections_max));
+    log_.log("refuse", fmt::format("{}: refusing connections: {}", options_.name, limit));
     auto bytes = std::make_shared<std::string>(protocol_.refusal(conns_.size()));
     auto s = std::make_shared<tcp::socket>(std::move(socket));
     asio::async_write(*s, asio::buffer(*bytes), [s, bytes](error_code, size_t) {
@@ -441,6 +462,9 @@ void Core::close_now(ConnPtr c) {
     c->socket.close(ignored);
     c->idle_timer.cancel();
     conns_.erase(c->id);
+    if (!c->address.empty()) {
+        options_.budget->release(c->address);
+    }
     // Not from here: close_now can run inside the handler's own send() or close().
     asio::post(io_, [self = shared_from_this(), id = c->id] {
         if (!self->stopped_) {

@@ -12,8 +12,9 @@
 //   disconnect, not backpressure, because a client that pipelines without reading would otherwise
 //   hold the server's memory (and its queued work) for as long as it likes. Reading stops with
 //   the close, and is_open() turns false at once, so the protocol can skip work for it;
-// - more than connections_max connections: a new one gets the protocol's refusal bytes and is
-//   closed;
+// - more than connections_max connections on this port, or more than the shared budget allows
+//   (options.budget: the node's client connections, and those from one address): a new one gets
+//   the protocol's refusal bytes and is closed;
 // - a message must arrive whole within message_deadline_ms of its first byte, and the first
 //   message within that time of the connect (a slowloris sending a byte a second is closed; each
 //   byte does not restart the deadline). A connection that has spoken and holds no partial
@@ -27,6 +28,7 @@
 #include <string>
 #include <string_view>
 
+#include "net/connection_budget.h"
 #include "raft/result.h"
 
 namespace boost::asio {
@@ -50,6 +52,9 @@ struct StreamListenerOptions {
     size_t connections_max = 10000;
     uint32_t message_deadline_ms = 30000;  // --client-message-deadline-ms
     ConnectionId first_id = 1;  // ids count up from here (ports of one process use distinct ranges)
+    // Shared by a node's client ports: the node-wide and per-address limits (null: none but
+    // connections_max). A refused connection gets the protocol's refusal, as at connections_max.
+    std::shared_ptr<ConnectionBudget> budget;
 };
 
 // The protocol on the connections.

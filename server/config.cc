@@ -301,6 +301,9 @@ void add_limit_fields(std::vector<Field>& out) {
     out.push_back(
         integer_field({"max-connections", "max_connections", "N", "Limits", "client connections"},
                       &ServerConfig::connections_max, 1, kNoMax));
+    out.push_back(integer_field({"max-connections-per-address", "max_connections_per_address", "N",
+                                 "Limits", "client connections from one IP address"},
+                                &ServerConfig::connections_per_address_max, 1, kNoMax));
     out.push_back(
         integer_field({"client-output-buffer-bytes-max", "client_output_buffer_bytes_max", "BYTES",
                        "Limits", "unread reply bytes per client connection before it is closed"},

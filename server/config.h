@@ -88,7 +88,10 @@ struct ServerConfig {
     uint32_t client_frame_bytes_max = 4u << 20;           // --max-frame-bytes, >= 64 KiB
     uint32_t pending_requests_per_connection_max = 1024;  // --max-pending-requests, >= 1
     uint32_t watches_per_connection_max = 10000;          // --max-watches, 1..10000
-    uint32_t connections_max = 10000;                     // --max-connections, >= 1
+    // Client connections over the native, Redis and PostgreSQL ports together; lowered at start to
+    // what the open-file limit allows beside a reserve (server/open_files.h).
+    uint32_t connections_max = 10000;             // --max-connections, >= 1
+    uint32_t connections_per_address_max = 1024;  // --max-connections-per-address, >= 1
     // Reply bytes queued for one client connection (native, Redis or PostgreSQL port) that its
     // client has not read; a connection that would exceed it is closed (Redis's
     // client-output-buffer-limit). >= 8 MiB: two replies of the largest size always fit.

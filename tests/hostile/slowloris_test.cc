@@ -41,8 +41,9 @@ bool write_answers(ProcessCluster& c, uint64_t node, uint64_t request_id) {
 
 TEST_CASE("a byte a second cannot hold a client connection open", "[hostile][slowloris]") {
     raise_fd_limit();
-    ProcessCluster c(3, {"--redis-listen", "{redis}", "--pg-listen", "{pg}",
-                         "--client-message-deadline-ms", std::to_string(kDeadlineMs)});
+    ProcessCluster c(
+        3, {"--redis-listen", "{redis}", "--pg-listen", "{pg}", "--client-message-deadline-ms",
+            std::to_string(kDeadlineMs), "--max-connections-per-address", "10000"});
     const uint64_t leader = c.wait_for_leader();
     REQUIRE(leader != 0);
     Swarm native(c.ports(leader).client, kPerPort);

@@ -173,8 +173,10 @@ int run_program(const std::vector<std::string>& argv,
     return status;
 }
 
-ProcessCluster::ProcessCluster(size_t size, std::vector<std::string> extra_flags)
-    : extra_flags_(std::move(extra_flags)) {
+ProcessCluster::ProcessCluster(size_t size,
+                               std::vector<std::string> extra_flags,
+                               std::vector<std::string> launcher)
+    : extra_flags_(std::move(extra_flags)), launcher_(std::move(launcher)) {
     std::string tmpl = "/tmp/raftlock-it-XXXXXX";
     REQUIRE(mkdtemp(tmpl.data()) != nullptr);
     root_ = tmpl;
@@ -262,7 +264,10 @@ void ProcessCluster::start(uint64_t id) {
     Node& n = nodes_.at(id);
     REQUIRE(n.pid <= 0);
     std::filesystem::create_directories(n.data_dir);
-    n.pid = spawn_program(argv_for(id), root_ + "/node" + std::to_string(id) + ".log");
+    std::vector<std::string> argv = launcher_;
+    const std::vector<std::string> node = argv_for(id);
+    argv.insert(argv.end(), node.begin(), node.end());
+    n.pid = spawn_program(argv, root_ + "/node" + std::to_string(id) + ".log");
 }
 
 void ProcessCluster::kill(uint64_t id) {

@@ -44,7 +44,10 @@ class ProcessCluster {
 public:
     // Every node gets extra_flags; "{redis}" in one stands for 127.0.0.1:<the node's redis port>
     // (so {"--redis-listen", "{redis}"} gives each node its own Redis port), "{pg}" likewise.
-    explicit ProcessCluster(size_t size = 3, std::vector<std::string> extra_flags = {});
+    // `launcher`, when given, runs each node: {"/usr/bin/prlimit", "--nofile=2048", "--"}.
+    explicit ProcessCluster(size_t size = 3,
+                            std::vector<std::string> extra_flags = {},
+                            std::vector<std::string> launcher = {});
     ~ProcessCluster();  // SIGKILLs what runs, removes the directories (kept when
                         // RAFTLOCK_KEEP_DATA)
     ProcessCluster(const ProcessCluster&) = delete;
@@ -85,6 +88,7 @@ private:
 
     std::string root_;
     std::vector<std::string> extra_flags_;
+    std::vector<std::string> launcher_;
     std::map<uint64_t, Node> nodes_;
 };
 

@@ -146,6 +146,7 @@ TEST_CASE("every optional flag sets its field", "[server][config]") {
         {"--max-pending-requests", "7"},
         {"--max-watches", "10000"},
         {"--max-connections", "3"},
+        {"--max-connections-per-address", "2"},
         {"--client-output-buffer-bytes-max", "8388608"},
         {"--client-message-deadline-ms", "100"},
         {"--log-level", "warn"},
@@ -166,6 +167,7 @@ TEST_CASE("every optional flag sets its field", "[server][config]") {
     CHECK(c.pending_requests_per_connection_max == 7);
     CHECK(c.watches_per_connection_max == 10000);
     CHECK(c.connections_max == 3);
+    CHECK(c.connections_per_address_max == 2);
     CHECK(c.client_output_buffer_bytes_max == 8388608);
     CHECK(c.client_message_deadline_ms == 100);
     CHECK(c.log_level == LogLevel::kWarn);
@@ -258,6 +260,7 @@ TEST_CASE("--help lists every flag with its default, --version prints the versio
                                  "--max-pending-requests N",
                                  "--max-watches N",
                                  "--max-connections N",
+                                 "--max-connections-per-address N",
                                  "--client-output-buffer-bytes-max BYTES",
                                  "--client-message-deadline-ms MS",
                                  "--log-level LEVEL",
@@ -362,6 +365,8 @@ TEST_CASE("every bad flag value is named with what was expected", "[server][conf
         {with("--max-watches", "10001"), "--max-watches 10001: expected an integer in 1..10000"},
         {with("--max-connections", "0"),
          "--max-connections 0: expected an integer in 1..4294967295"},
+        {with("--max-connections-per-address", "0"),
+         "--max-connections-per-address 0: expected an integer in 1..4294967295"},
         {with("--client-output-buffer-bytes-max", "8388607"),
          "--client-output-buffer-bytes-max 8388607: expected an integer >= 8388608"},
         {with("--client-message-deadline-ms", "99"),
@@ -549,7 +554,8 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
          "session_timeout_min_ms, session_timeout_max_ms, request_timeout_ms, "
          "pg_session_timeout_ms, snapshot_every_entries, compaction_lag_entries, max_frame_bytes, "
          "max_pending_requests, "
-         "max_watches, max_connections, client_output_buffer_bytes_max, log_level"},
+         "max_watches, max_connections, max_connections_per_address, "
+         "client_output_buffer_bytes_max, client_message_deadline_ms, log_level"},
         {"client_listen = 7101\n",
          "client_listen = 7101 in {}: expected a string: client_listen = \"...\""},
         {"log_level = \"loud\"\n",
