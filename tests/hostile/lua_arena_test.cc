@@ -20,6 +20,14 @@ namespace {
 
 using integration::ProcessCluster;
 
+#if defined(__SANITIZE_ADDRESS__)
+
+TEST_CASE("EVAL runs on every replica under a 3 GiB address-space limit", "[hostile][lua_arena]") {
+    WARN("skipped: AddressSanitizer cannot run under an address-space limit");
+}
+
+#else
+
 constexpr uint64_t kAddressSpaceBytes = uint64_t{3} << 30;
 constexpr int kReplyDeadlineMs = 5000 * RAFTLOCK_HOSTILE_SLOWDOWN;
 
@@ -61,9 +69,6 @@ void check_all_running(ProcessCluster& c) {
 }
 
 TEST_CASE("EVAL runs on every replica under a 3 GiB address-space limit", "[hostile][lua_arena]") {
-#if defined(__SANITIZE_ADDRESS__)
-    WARN("skipped: AddressSanitizer cannot run under an address-space limit");
-#else
     AddressSpaceLimit limit(kAddressSpaceBytes);
     ProcessCluster c(3, {"--redis-listen", "{redis}"});
     const uint64_t leader = c.wait_for_leader();
@@ -85,8 +90,9 @@ TEST_CASE("EVAL runs on every replica under a 3 GiB address-space limit", "[host
     REQUIRE(c.wait_for_leader() != 0);
     CHECK(eval_on(c, leader) == std::optional<std::string>(":5050"));
     check_all_running(c);
-#endif
 }
+
+#endif  // __SANITIZE_ADDRESS__
 
 }  // namespace
 }  // namespace raftlock::hostile
