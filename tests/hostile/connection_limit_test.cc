@@ -130,6 +130,11 @@ TEST_CASE("idle connections cannot exhaust a node's file descriptors", "[hostile
         integration::http_get(c.ports(leader).admin, "/healthz");
     CHECK(health == std::optional<std::string>("ok\n"));
 
+    WARN("node under prlimit --nofile=" << kNodeOpenFiles << ": " << files
+                                        << " files open under the attack of " << per_port << " + "
+                                        << per_port << " connections from one host and "
+                                        << 16 * per_address << " from 16 more");
+
     // The attack ends: its slots come back.
     swarms.clear();
     ::usleep(500 * 1000);

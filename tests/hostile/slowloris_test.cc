@@ -71,6 +71,9 @@ TEST_CASE("a byte a second cannot hold a client connection open", "[hostile][slo
     INFO("closed within " << kDeadlineMs * 2 << " ms: native " << closed_native << ", redis "
                           << closed_redis << ", pg " << closed_pg << " of " << kPerPort
                           << " each; late writes " << slow_writes);
+    WARN("trickling connections closed within "
+         << kDeadlineMs * 2 << " ms: native " << closed_native << ", redis " << closed_redis
+         << ", pg " << closed_pg << " of " << kPerPort << " each; late writes " << slow_writes);
     CHECK(closed_native == kPerPort);
     CHECK(closed_redis == kPerPort);
     CHECK(closed_pg == kPerPort);

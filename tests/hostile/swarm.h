@@ -14,7 +14,10 @@ namespace raftlock::hostile {
 
 class Swarm {
 public:
-    Swarm(uint16_t port, size_t count, std::string source_ip = "127.0.0.1");
+    // The default source is not 127.0.0.1: reopening thousands of connections cycles through the
+    // ephemeral ports, and one bound to 127.0.0.1 could take the port of a node that is down and
+    // about to restart on it.
+    Swarm(uint16_t port, size_t count, std::string source_ip = "127.0.0.2");
     ~Swarm();
     Swarm(const Swarm&) = delete;
     Swarm& operator=(const Swarm&) = delete;
