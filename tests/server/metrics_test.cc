@@ -272,7 +272,7 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
     std::map<std::string, std::string> types = e.types;
     std::map<std::string, std::string> values = e.values;
     CHECK(std::is_sorted(names.begin(), names.end()));
-    CHECK(names.size() == 14 + 1 + 4 + 3);
+    CHECK(names.size() == 15 + 1 + 4 + 3);
     for (const char* counter :
          {"raftlock_proposals_total", "raftlock_proposals_dropped_total",
           "raftlock_forwarded_writes_total", "raftlock_elections_total",
@@ -280,7 +280,8 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
           "raftlock_snapshots_created_total", "raftlock_snapshots_installed_total",
           "raftlock_client_requests_total", "raftlock_client_errors_total",
           "raftlock_read_index_requests_total", "raftlock_watch_events_total",
-          "raftlock_lock_grants_pushed_total", "raftlock_sessions_expired_total"}) {
+          "raftlock_lock_grants_pushed_total", "raftlock_sessions_expired_total",
+          "raftlock_read_batches_split_total"}) {
         INFO(counter);
         CHECK(types[counter] == "counter");
     }
