@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "proto/client.pb.h"
+#include "tests/hostile/probes.h"
 #include "tests/hostile/swarm.h"
 #include "tests/integration/process_cluster.h"
 #include "tests/integration/raw_client.h"
@@ -32,29 +33,6 @@ using integration::RawConnection;
 
 constexpr size_t kNodeOpenFiles = 2048;
 constexpr size_t kPerAddress = 256;
-
-bool write_answers(RawConnection& conn, uint64_t request_id) {
-    proto::Request open;
-    open.set_request_id(request_id);
-    open.mutable_open_session()->set_timeout_ms(5000);
-    conn.send(open);
-    const std::optional<proto::Response> r =
-        conn.response(request_id, 1000 * RAFTLOCK_HOSTILE_SLOWDOWN);
-    return r.has_value() && r->code() == proto::OK;
-}
-
-pid_t pid_of(const ProcessCluster& c, uint64_t node) {
-    const std::string flag = "127.0.0.1:" + std::to_string(c.ports(node).client);
-    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-        std::ifstream in(entry.path() / "cmdline");
-        std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (cmdline.find("raftlockd") != std::string::npos &&
-            cmdline.find(flag) != std::string::npos) {
-            return static_cast<pid_t>(std::stol(entry.path().filename().string()));
-        }
-    }
-    return -1;
-}
 
 size_t open_files(pid_t pid) {
     size_t n = 0;
@@ -86,11 +64,11 @@ TEST_CASE("idle connections cannot exhaust a node's file descriptors", "[hostile
         {"/usr/bin/prlimit", "--nofile=" + std::to_string(kNodeOpenFiles), "--"});
     const uint64_t leader = c.wait_for_leader();
     REQUIRE(leader != 0);
-    const pid_t pid = pid_of(c, leader);
+    const pid_t pid = node_pid(c, leader);
     REQUIRE(pid > 0);
     RawConnection held(c.ports(leader).client);  // a client connected before the attack
     uint64_t request_id = 1;
-    REQUIRE(write_answers(held, request_id++));
+    REQUIRE(session_opens(held, request_id++));
 
     // One host: as many idle native and Redis connections as this process can open, up to
     // 10,000 each.
@@ -104,8 +82,8 @@ TEST_CASE("idle connections cannot exhaust a node's file descriptors", "[hostile
         INFO("one host's attack: the node holds " << open_files(pid) << " files");
         // Another client still connects and writes; the one connected before still writes.
         RawConnection fresh(c.ports(leader).client);
-        CHECK(write_answers(fresh, request_id++));
-        CHECK(write_answers(held, request_id++));
+        CHECK(session_opens(fresh, request_id++));
+        CHECK(session_opens(held, request_id++));
     }
 
     // Many hosts: 16 more addresses, together past the node's budget.
@@ -122,7 +100,7 @@ TEST_CASE("idle connections cannot exhaust a node's file descriptors", "[hostile
     INFO("leader log:\n" << c.log_of(leader));
     // The store's reserve stays free: RocksDB may open its 256 table files and its logs.
     CHECK(files + 256 < kNodeOpenFiles);
-    CHECK(write_answers(held, request_id++));  // through the store, on the leader
+    CHECK(session_opens(held, request_id++));  // through the store, on the leader
     REQUIRE(metrics.has_value());
     CHECK(metrics->find("raftlock_client_connections_refused_total 0\n") == std::string::npos);
     CHECK(c.log_of(leader).find("Too many open files") == std::string::npos);
@@ -139,7 +117,7 @@ TEST_CASE("idle connections cannot exhaust a node's file descriptors", "[hostile
     swarms.clear();
     ::usleep(500 * 1000);
     RawConnection after(c.ports(leader).client);
-    CHECK(write_answers(after, request_id++));
+    CHECK(session_opens(after, request_id++));
     for (uint64_t id : c.ids()) {
         CHECK(c.wait_exit(id, 1) == -1);
     }

@@ -14,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/hostile/probes.h"
 #include "tests/hostile/raw_peer.h"
 #include "tests/integration/process_cluster.h"
 #include "tests/integration/raw_client.h"
@@ -28,19 +29,6 @@ using raft::Message;
 using raft::MessageType;
 
 constexpr uint64_t kClusterId = 42;  // ProcessCluster's
-// A second in the plain build; the sanitizer build is slower (see CMakeLists.txt).
-constexpr int kWriteDeadlineMs = 1000 * RAFTLOCK_HOSTILE_SLOWDOWN;
-
-// A write (opening a session is a committed entry) through `node`, answered OK in time.
-bool write_answers(ProcessCluster& c, uint64_t node, uint64_t request_id) {
-    RawConnection conn(c.ports(node).client);
-    proto::Request open;
-    open.set_request_id(request_id);
-    open.mutable_open_session()->set_timeout_ms(5000);
-    conn.send(open);
-    const std::optional<proto::Response> r = conn.response(request_id, kWriteDeadlineMs);
-    return r.has_value() && r->code() == proto::OK;
-}
 
 uint64_t term_of(ProcessCluster& c, uint64_t node) {
     const std::optional<std::string> term = c.status_field(node, "term");

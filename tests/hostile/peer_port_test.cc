@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "proto/client.pb.h"
+#include "tests/hostile/probes.h"
 #include "tests/hostile/swarm.h"
 #include "tests/integration/process_cluster.h"
 #include "tests/integration/raw_client.h"
@@ -29,17 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kSilentConnections = 200;
 constexpr auto kRejoinDeadline = std::chrono::seconds(3 * RAFTLOCK_HOSTILE_SLOWDOWN);
-
-bool write_answers(ProcessCluster& c, uint64_t node, uint64_t request_id) {
-    RawConnection conn(c.ports(node).client);
-    proto::Request open;
-    open.set_request_id(request_id);
-    open.mutable_open_session()->set_timeout_ms(5000);
-    conn.send(open);
-    const std::optional<proto::Response> r =
-        conn.response(request_id, 1000 * RAFTLOCK_HOSTILE_SLOWDOWN);
-    return r.has_value() && r->code() == proto::OK;
-}
 
 uint64_t field(ProcessCluster& c, uint64_t node, const std::string& name) {
     const std::optional<std::string> v = c.status_field(node, name);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "proto/client.pb.h"
+#include "tests/hostile/probes.h"
 #include "tests/hostile/swarm.h"
 #include "tests/integration/process_cluster.h"
 #include "tests/integration/raw_client.h"
@@ -27,17 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kPerPort = 2000 / RAFTLOCK_HOSTILE_SLOWDOWN;
 constexpr int kDeadlineMs = 2000;
-
-bool write_answers(ProcessCluster& c, uint64_t node, uint64_t request_id) {
-    RawConnection conn(c.ports(node).client);
-    proto::Request open;
-    open.set_request_id(request_id);
-    open.mutable_open_session()->set_timeout_ms(5000);
-    conn.send(open);
-    const std::optional<proto::Response> r =
-        conn.response(request_id, 1000 * RAFTLOCK_HOSTILE_SLOWDOWN);
-    return r.has_value() && r->code() == proto::OK;
-}
 
 TEST_CASE("a byte a second cannot hold a client connection open", "[hostile][slowloris]") {
     raise_fd_limit();

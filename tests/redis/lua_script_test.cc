@@ -534,22 +534,24 @@ TEST_CASE("math.random gives Redis 7.0's sequence on every run", "[lua]") {
                       "ERR user_script:1: wrong number of arguments"));
 }
 
+// The order in which pairs() walks 300 table keys: set by the keys' addresses.
+constexpr const char* kTableKeyedOrder =
+    "local keys, t = {}, {} "
+    "for i = 1, 300 do keys[i] = {} end "
+    "for i = 1, 300 do t[keys[i]] = i end "
+    "local order = {} for k, v in pairs(t) do order[#order + 1] = v end "
+    "return order";
+
 TEST_CASE("pairs walks table-keyed tables in the same order on every run", "[lua]") {
     // Lua hashes table keys by address; the arena makes addresses the same on every run.
-    const char* body =
-        "local keys, t = {}, {} "
-        "for i = 1, 300 do keys[i] = {} end "
-        "for i = 1, 300 do t[keys[i]] = i end "
-        "local order = {} for k, v in pairs(t) do order[#order + 1] = v end "
-        "return order";
-    const Value first = eval(body);
+    const Value first = eval(kTableKeyedOrder);
     REQUIRE(first.items.size() == 300);
     // Disturb this process's heap between runs; a malloc-backed interpreter would see new
     // addresses.
     std::vector<std::string> noise(1000, std::string(100, 'n'));
-    CHECK(eval(body) == first);
+    CHECK(eval(kTableKeyedOrder) == first);
     noise.clear();
-    CHECK(eval(body) == first);
+    CHECK(eval(kTableKeyedOrder) == first);
 }
 
 // Issue 16, row 10: the arena reserved 4 GiB more than it uses, so under `ulimit -v` below about
@@ -561,13 +563,7 @@ TEST_CASE("scripts run under a 1 GiB address-space limit", "[lua][limits]") {
 #if defined(__SANITIZE_ADDRESS__)
     WARN("skipped: RLIMIT_AS cannot be combined with AddressSanitizer");
 #else
-    const char* body =
-        "local keys, t = {}, {} "
-        "for i = 1, 300 do keys[i] = {} end "
-        "for i = 1, 300 do t[keys[i]] = i end "
-        "local order = {} for k, v in pairs(t) do order[#order + 1] = v end "
-        "return order";
-    const Value here = eval(body);
+    const Value here = eval(kTableKeyedOrder);
     REQUIRE(here.items.size() == 300);
     CHECK(check_script_memory().empty());
     const pid_t child = ::fork();
@@ -580,7 +576,7 @@ TEST_CASE("scripts run under a 1 GiB address-space limit", "[lua][limits]") {
         if (!check_script_memory().empty()) {
             ::_exit(4);
         }
-        ::_exit(eval(body) == here ? 0 : 5);  // an abort (the old arena) is a signal
+        ::_exit(eval(kTableKeyedOrder) == here ? 0 : 5);  // an abort (the old arena) is a signal
     }
     int status = 0;
     REQUIRE(::waitpid(child, &status, 0) == child);

@@ -1,0 +1,41 @@
+#include "tests/hostile/probes.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+
+#include "proto/client.pb.h"
+
+namespace raftlock::hostile {
+
+bool session_opens(integration::RawConnection& conn, uint64_t request_id) {
+    proto::Request open;
+    open.set_request_id(request_id);
+    open.mutable_open_session()->set_timeout_ms(5000);
+    conn.send(open);
+    const std::optional<proto::Response> r = conn.response(request_id, kAnswerDeadlineMs);
+    return r.has_value() && r->code() == proto::OK;
+}
+
+bool write_answers(integration::ProcessCluster& c, uint64_t node, uint64_t request_id) {
+    integration::RawConnection conn(c.ports(node).client);
+    return session_opens(conn, request_id);
+}
+
+pid_t node_pid(const integration::ProcessCluster& c, uint64_t node) {
+    const std::string flag = "127.0.0.1:" + std::to_string(c.ports(node).client);
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        std::ifstream in(entry.path() / "cmdline");
+        const std::string cmdline((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+        if (cmdline.find("raftlockd") != std::string::npos &&
+            cmdline.find(flag) != std::string::npos) {
+            return static_cast<pid_t>(std::stol(entry.path().filename().string()));
+        }
+    }
+    return -1;
+}
+
+}  // namespace raftlock::hostile

@@ -1,0 +1,25 @@
+#pragma once
+
+// What every hostile test asks of a cluster under attack: does a normal client's write still
+// answer in time, and which process is a node.
+
+#include <cstdint>
+
+#include <sys/types.h>
+
+#include "tests/integration/process_cluster.h"
+#include "tests/integration/raw_client.h"
+
+namespace raftlock::hostile {
+
+// A second in the plain build; the sanitizer build is slower (see CMakeLists.txt).
+inline constexpr int kAnswerDeadlineMs = 1000 * RAFTLOCK_HOSTILE_SLOWDOWN;
+
+// Opens a session (a committed entry) on `conn`: true when it answers OK within the deadline.
+bool session_opens(integration::RawConnection& conn, uint64_t request_id);
+// The same through a new connection to `node`'s client port.
+bool write_answers(integration::ProcessCluster& c, uint64_t node, uint64_t request_id);
+// The pid of `node`'s raftlockd (found by its client port on its command line), or -1.
+pid_t node_pid(const integration::ProcessCluster& c, uint64_t node);
+
+}  // namespace raftlock::hostile
