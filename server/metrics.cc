@@ -97,10 +97,10 @@ constexpr CounterInfo kCounters[] = {
      &Metrics::client_errors_total},
     {"read_index_requests_total", "Linearizable reads served through ReadIndex.",
      &Metrics::read_index_requests_total},
-    {"read_batches_split_total",
-     "Read batches whose Redis replies were built over several turns of the event loop (64 MiB "
-     "a turn).",
-     &Metrics::read_batches_split_total},
+    {"redis_reads_deferred_total",
+     "Turns of the event loop that left confirmed Redis reads for a later turn (16 MiB of "
+     "replies a turn).",
+     &Metrics::redis_reads_deferred_total},
     {"watch_events_total", "Watch events pushed to clients.", &Metrics::watch_events_total},
     {"lock_grants_pushed_total", "Lock grants pushed to waiting clients.",
      &Metrics::lock_grants_pushed_total},

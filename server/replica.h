@@ -234,6 +234,9 @@ private:
     void add_keepalive(net::ConnectionId conn, const proto::Request& request);
     void answer_local(net::ConnectionId conn, const proto::Request& request);
     void serve_batch(ReadBatch& batch);
+    // Serves confirmed Redis reads from redis_reads_ready_, a bounded number of reply bytes per
+    // turn of the loop, and posts itself again while any are left.
+    void serve_redis_reads();
     void serve_read(const ClientRef& client, const proto::Request& request);
     void respond(const ClientRef& client, proto::Response& response);
     void respond_error(const ClientRef& client, proto::Code code, std::string message = {});
@@ -333,6 +336,11 @@ private:
     ReadBatch next_batch_;
     std::map<std::string, ReadBatch> reads_in_flight_;  // by ReadIndex context
     std::multimap<raft::Index, ReadBatch> reads_waiting_apply_;
+    // Redis reads whose ReadIndex round is confirmed and applied, in order, across batches: one
+    // queue drained by one posted handler, so a turn of the loop serves at most one turn's bytes
+    // however many batches are ready.
+    std::deque<std::pair<ClientRef, redis::Argv>> redis_reads_ready_;
+    bool redis_reads_posted_ = false;
     std::vector<std::pair<ClientRef, uint64_t>> next_keepalive_forward_;
     std::map<uint64_t, KeepAliveForward> keepalive_forwards_;  // by tag
 

@@ -281,7 +281,7 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
           "raftlock_client_requests_total", "raftlock_client_errors_total",
           "raftlock_read_index_requests_total", "raftlock_watch_events_total",
           "raftlock_lock_grants_pushed_total", "raftlock_sessions_expired_total",
-          "raftlock_read_batches_split_total"}) {
+          "raftlock_redis_reads_deferred_total"}) {
         INFO(counter);
         CHECK(types[counter] == "counter");
     }
