@@ -313,6 +313,10 @@ void add_limit_fields(std::vector<Field>& out) {
          "time for a client message to arrive whole, from its first byte (and the first from the "
          "connect)"},
         &ServerConfig::client_message_deadline_ms, 100, kNoMax));
+    out.push_back(integer_field(
+        {"script-instructions-max", "script_instructions_max", "N", "Limits",
+         "Lua instructions one Redis script may run before it fails (stamped into its entry)"},
+        &ServerConfig::script_instructions_max, 1000, ServerConfig::kScriptInstructionsCeiling));
     out.push_back(log_level_field(
         {"log-level", "log_level", "LEVEL", "Logging", "debug, info, warn or error"}));
 }

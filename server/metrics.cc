@@ -97,6 +97,9 @@ constexpr CounterInfo kCounters[] = {
      &Metrics::client_errors_total},
     {"read_index_requests_total", "Linearizable reads served through ReadIndex.",
      &Metrics::read_index_requests_total},
+    {"redis_scripts_over_budget_total",
+     "Redis scripts this replica applied that stopped at their instruction budget.",
+     &Metrics::redis_scripts_over_budget_total},
     {"redis_reads_deferred_total",
      "Turns of the event loop that left confirmed Redis reads for a later turn (16 MiB of "
      "replies a turn).",

@@ -8,6 +8,7 @@
 #include "server/replica.h"
 #include "server/request_codec.h"
 #include "statemachine/codec.h"
+#include "statemachine/redis/lua_script.h"
 
 namespace raftlock::server {
 
@@ -76,6 +77,10 @@ void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& resu
         if (result.response.code == sm::ErrorCode::kOk && result.index > replayed_through_) {
             spdlog::info("session {} ended by expiry at index {}", expire->session, result.index);
         }
+    }
+    if (std::holds_alternative<sm::RedisCommand>(command.op) && result.response.redis.is_error() &&
+        result.response.redis.text == redis::kScriptInstructionLimitError) {
+        ++metrics_.redis_scripts_over_budget_total;
     }
     answer_write(command, result);
     push_watch_events(result.triggers);

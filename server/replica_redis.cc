@@ -27,7 +27,10 @@ void Replica::redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&&
     }
     sm::Command command;
     command.seq = next_nonce_++;
-    command.op = sm::RedisCommand{redis_origin_, std::move(argv)};
+    static_assert(ServerConfig::kScriptInstructionsCeiling == sm::kScriptInstructionsMax);
+    command.op = sm::RedisCommand{.origin = redis_origin_,
+                                  .argv = std::move(argv),
+                                  .script_instructions_max = config_.script_instructions_max};
     if (sm::validate_command(command) != sm::ErrorCode::kOk) {
         redis_reply(client, redis::Value::error(fmt::format(
                                 "ERR raftlock: a command may carry at most {} arguments and {} "

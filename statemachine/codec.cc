@@ -87,7 +87,8 @@ bool valid_acquire_many(const AcquireMany& op) {
 }
 
 bool valid_redis(const RedisCommand& op) {
-    if (op.origin == 0 || op.argv.empty() || op.argv.size() > kRedisArgsMax) {
+    if (op.origin == 0 || op.argv.empty() || op.argv.size() > kRedisArgsMax ||
+        op.script_instructions_max > kScriptInstructionsMax) {
         return false;
     }
     size_t bytes = 0;
@@ -275,6 +276,9 @@ void write_op_fields(Writer& w, const AcquireMany& o) {
 }
 void write_op_fields(Writer& w, const RedisCommand& o) {
     w.varint(o.origin);
+    if (o.script_instructions_max != 0) {
+        w.varint(o.script_instructions_max);  // tag kRedisBudgetedTag, see op_tag
+    }
     w.varint(o.argv.size());
     for (const std::string& arg : o.argv) {
         w.bytes(arg);
@@ -391,9 +395,12 @@ AcquireMany read_acquire_many(Reader& r) {
     return o;
 }
 
-RedisCommand read_redis(Reader& r) {
+RedisCommand read_redis(Reader& r, bool budgeted) {
     RedisCommand o;
     o.origin = r.varint();
+    if (budgeted) {
+        o.script_instructions_max = r.varint_in(1, kScriptInstructionsMax);
+    }
     const uint64_t n = r.varint_in(1, kRedisArgsMax);
     // Each argument takes at least its length byte: a hostile count runs the reader dry first.
     for (uint64_t i = 0; i < n && r.ok(); i++) {
@@ -410,7 +417,18 @@ SqlStatement read_sql(Reader& r) {
     return o;
 }
 
-// Tags are the indexes of the alternatives in Op; the static_asserts keep the two in step.
+// Tags are the indexes of the alternatives in Op; the static_asserts keep the two in step. One
+// more: a RedisCommand carrying a script budget (origin, budget, argv) has its own tag, so that
+// entries written before budgets existed (tag 13: origin, argv) still decode, with the old budget.
+constexpr uint8_t kRedisBudgetedTag = 16;
+
+uint8_t op_tag(const Op& op) {
+    const auto* redis = std::get_if<RedisCommand>(&op);
+    return redis != nullptr && redis->script_instructions_max != 0
+               ? kRedisBudgetedTag
+               : static_cast<uint8_t>(op.index());
+}
+
 Op read_op(Reader& r, uint8_t tag) {
     static_assert(std::variant_size_v<Op> == 16);
     static_assert(std::is_same_v<std::variant_alternative_t<13, Op>, RedisCommand>);
@@ -443,11 +461,13 @@ Op read_op(Reader& r, uint8_t tag) {
         case 12:
             return read_acquire_many(r);
         case 13:
-            return read_redis(r);
+            return read_redis(r, false);
         case 14:
             return read_sql(r);
         case 15:
             return SqlCancel{r.varint()};
+        case kRedisBudgetedTag:
+            return read_redis(r, true);
         default:
             r.fail();
             return Noop{};
@@ -472,7 +492,7 @@ Result<std::string, ErrorCode> encode_command(const Command& c) {
         w.bytes(c.fence->lock);
         w.varint(c.fence->token);
     }
-    w.u8(static_cast<uint8_t>(c.op.index()));
+    w.u8(op_tag(c.op));
     std::visit([&w](const auto& o) { write_op_fields(w, o); }, c.op);
     return out;
 }

@@ -126,6 +126,11 @@ struct AcquireMany {
 struct RedisCommand {
     uint64_t origin = 0;  // the submitting server process's random id, never 0
     redis::Argv argv;     // 1..kRedisArgsMax items, kRedisCommandBytesMax bytes in all
+    // The instruction budget of a script this command runs, stamped by the proposing server so
+    // that every replica (and every replay) stops it at the same instruction whatever its own
+    // configuration: 1..kScriptInstructionsMax, or 0 in an entry written before budgets were
+    // stamped, which runs with kScriptInstructionsUnstamped.
+    uint64_t script_instructions_max = 0;
     friend bool operator==(const RedisCommand&, const RedisCommand&) = default;
 };
 

@@ -188,7 +188,10 @@ Response StateMachine::dispatch(SessionId session,
                         "TRYAGAIN raftlock: this write was overtaken by a later one from the same "
                         "server and was not applied; retry it");
                 } else {
-                    response.redis = keyspace_.apply(op.argv, now_ms_);
+                    response.redis = keyspace_.apply(op.argv, now_ms_,
+                                                     op.script_instructions_max != 0
+                                                         ? op.script_instructions_max
+                                                         : kScriptInstructionsUnstamped);
                 }
             }
             return response;

@@ -160,8 +160,9 @@ std::string op_text(const Op& op) {
             } else if constexpr (std::is_same_v<T, AcquireMany>) {
                 return fmt::format("acquire_many locks={} tag=\"{}\"", o.locks.size(), o.owner_tag);
             } else if constexpr (std::is_same_v<T, RedisCommand>) {
-                return fmt::format("redis origin={:x} {} args={}", o.origin,
-                                   o.argv.empty() ? "" : o.argv[0], o.argv.size() - 1);
+                return fmt::format("redis origin={:x} {} args={} script_budget={}", o.origin,
+                                   o.argv.empty() ? "" : o.argv[0], o.argv.size() - 1,
+                                   o.script_instructions_max);
             } else if constexpr (std::is_same_v<T, SqlStatement>) {
                 // The statement's first words are enough to follow a log; the text can be long.
                 return fmt::format("sql \"{}\" params={} lock_timeout={}",

@@ -106,6 +106,10 @@ inline constexpr size_t kSavedResultsPerSessionMax = 64;
 // Redis mode: a command's arguments (a 4 MiB value plus the rest of the command).
 inline constexpr size_t kRedisArgsMax = 1 << 20;
 inline constexpr size_t kRedisCommandBytesMax = (4u << 20) + (64u << 10);
+// A script's instruction budget (statemachine/redis/lua_script.h) as a Redis entry carries it: at
+// most this, and this much for an entry written before entries carried one (codec tag 13).
+inline constexpr uint64_t kScriptInstructionsMax = 1'000'000'000;
+inline constexpr uint64_t kScriptInstructionsUnstamped = 50'000'000;
 inline constexpr size_t kEphemeralsPerSessionMax = 100000;
 inline constexpr size_t kLocksPerSessionMax = 10000;
 inline constexpr TimeMs kWaitMsMax = 24LL * 3600 * 1000;

@@ -951,7 +951,9 @@ Value Commands::eval(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
         }
         return write(ks, argv, now, depth + 1);
     };
-    return run_script(body, keys, args, call);
+    ScriptLimits limits;
+    limits.instructions_max = ks.script_instructions_max_;
+    return run_script(body, keys, args, call, limits);
 }
 
 Value Commands::write(Keyspace& ks, const Argv& a, TimeMs now, int depth) {
@@ -976,7 +978,9 @@ Value Commands::write(Keyspace& ks, const Argv& a, TimeMs now, int depth) {
     return it->second(ks, a, now, name, depth);
 }
 
-Value Keyspace::apply(const Argv& argv, TimeMs now_ms) {
+Value Keyspace::apply(const Argv& argv, TimeMs now_ms, uint64_t script_instructions_max) {
+    RL_ASSERT(script_instructions_max > 0);
+    script_instructions_max_ = script_instructions_max;
     if (argv.empty()) {
         return Value::error("ERR empty command");
     }

@@ -42,8 +42,9 @@ inline constexpr size_t kScriptCallBytesMax = 16u << 20;
 
 class Keyspace final {
 public:
-    // Applies one replicated command at cluster time `now_ms` (writes and reads alike).
-    Value apply(const Argv& argv, TimeMs now_ms);
+    // Applies one replicated command at cluster time `now_ms` (writes and reads alike); a script
+    // it runs (EVAL, EVALSHA) stops after `script_instructions_max` instructions.
+    Value apply(const Argv& argv, TimeMs now_ms, uint64_t script_instructions_max);
     // A read-only command (Route::kRead) against the current state, served after ReadIndex.
     Value query(const Argv& argv, TimeMs now_ms) const;
 
@@ -85,6 +86,8 @@ private:
     std::set<std::pair<TimeMs, KeyName>> expiry_;  // (deadline, key) of every key with a TTL
     std::map<std::string, std::string> scripts_;   // sha1 hex -> body
     std::map<uint64_t, Origin> origins_;
+    // The budget of the script the entry being applied runs (set by apply for its duration).
+    uint64_t script_instructions_max_ = 0;
 };
 
 // The key order's hash: 64-bit FNV-1a (stable across builds and machines).

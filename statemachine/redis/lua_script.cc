@@ -50,8 +50,6 @@ constexpr uint64_t kRepetitionsPerInstruction = 16;
 constexpr int kReplyDepthMax = 1000;
 constexpr int kLogLevelMax = 3;  // redis.LOG_WARNING
 
-constexpr const char* kInstructionLimitError = "ERR script exceeded the instruction limit";
-constexpr const char* kMemoryLimitError = "ERR script exceeded the memory limit";
 constexpr const char* kStackLimitError = "ERR reached lua stack limit";
 constexpr const char* kReplyTooBigError = "ERR script reply exceeds the memory limit";
 
@@ -1208,10 +1206,10 @@ Source read_source(std::string_view body) {
 
 Value outcome(RunContext& ctx, int status, std::string_view body) {
     if (ctx.abort == Abort::kInstructions) {
-        return Value::error(kInstructionLimitError);
+        return Value::error(std::string(kScriptInstructionLimitError));
     }
     if (ctx.abort == Abort::kMemory || status == LUA_ERRMEM) {
-        return Value::error(kMemoryLimitError);
+        return Value::error(std::string(kScriptMemoryLimitError));
     }
     if (!ctx.compile_error.empty()) {
         return Value::error(single_line(ctx.compile_error));
@@ -1253,7 +1251,7 @@ Value run_script(std::string_view body,
     ctx.call = &call;
     lua_State* L = lua_newstate(lua_allocate, &ctx);
     if (L == nullptr) {
-        return Value::error(kMemoryLimitError);
+        return Value::error(std::string(kScriptMemoryLimitError));
     }
     lua_atpanic(L, on_panic);
     const int status = lua_cpcall(L, run_protected, &ctx);
@@ -1282,13 +1280,13 @@ std::string check_script(std::string_view body) {
     ctx.code = source.code();
     lua_State* L = lua_newstate(lua_allocate, &ctx);
     if (L == nullptr) {
-        return kMemoryLimitError;
+        return std::string(kScriptMemoryLimitError);
     }
     lua_atpanic(L, on_panic);
     const int status = lua_cpcall(L, compile_protected, &ctx);
     lua_close(L);
     if (ctx.abort != Abort::kNone || status == LUA_ERRMEM) {
-        return kMemoryLimitError;
+        return std::string(kScriptMemoryLimitError);
     }
     return single_line(ctx.compile_error);
 }

@@ -46,6 +46,11 @@
 
 namespace raftlock::statemachine::redis {
 
+// The errors of a script stopped by its limits (ScriptLimits).
+inline constexpr std::string_view kScriptInstructionLimitError =
+    "ERR script exceeded the instruction limit";
+inline constexpr std::string_view kScriptMemoryLimitError = "ERR script exceeded the memory limit";
+
 struct ScriptLimits {
     // The script's work budget, in Lua VM instructions (counted by a count hook every 1000
     // instructions), plus the C library's bulk work charged in the same unit: one per 64 bytes

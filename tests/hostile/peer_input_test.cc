@@ -30,21 +30,10 @@ using raft::MessageType;
 
 constexpr uint64_t kClusterId = 42;  // ProcessCluster's
 
-uint64_t term_of(ProcessCluster& c, uint64_t node) {
-    const std::optional<std::string> term = c.status_field(node, "term");
-    return term ? std::stoull(*term) : 0;
-}
-
 // The value of raftlock_peer_messages_dropped_total{reason="..."} on a node's /metrics; -1 when
 // the series is missing.
 int64_t dropped(ProcessCluster& c, uint64_t node, const std::string& reason) {
-    const std::optional<std::string> body = http_get(c.ports(node).admin, "/metrics");
-    const std::string series = "raftlock_peer_messages_dropped_total{reason=\"" + reason + "\"} ";
-    const size_t at = body ? body->find(series) : std::string::npos;
-    if (at == std::string::npos) {
-        return -1;
-    }
-    return std::stoll(body->substr(at + series.size()));
+    return metric(c, node, "raftlock_peer_messages_dropped_total{reason=\"" + reason + "\"}");
 }
 
 // Nobody exited, by crash or abort.

@@ -24,6 +24,20 @@ bool write_answers(integration::ProcessCluster& c, uint64_t node, uint64_t reque
     return session_opens(conn, request_id);
 }
 
+uint64_t term_of(integration::ProcessCluster& c, uint64_t node) {
+    const std::optional<std::string> term = c.status_field(node, "term");
+    return term ? std::stoull(*term) : 0;
+}
+
+int64_t metric(integration::ProcessCluster& c, uint64_t node, const std::string& series) {
+    const std::optional<std::string> body = integration::http_get(c.ports(node).admin, "/metrics");
+    const size_t at = body ? body->find("\n" + series + " ") : std::string::npos;
+    if (at == std::string::npos) {
+        return -1;
+    }
+    return std::stoll(body->substr(at + series.size() + 2));
+}
+
 pid_t node_pid(const integration::ProcessCluster& c, uint64_t node) {
     const std::string flag = "127.0.0.1:" + std::to_string(c.ports(node).client);
     for (const auto& entry : std::filesystem::directory_iterator("/proc")) {

@@ -4,6 +4,7 @@
 // answer in time, and which process is a node.
 
 #include <cstdint>
+#include <string>
 
 #include <sys/types.h>
 
@@ -19,6 +20,10 @@ inline constexpr int kAnswerDeadlineMs = 1000 * RAFTLOCK_HOSTILE_SLOWDOWN;
 bool session_opens(integration::RawConnection& conn, uint64_t request_id);
 // The same through a new connection to `node`'s client port.
 bool write_answers(integration::ProcessCluster& c, uint64_t node, uint64_t request_id);
+// The Raft term `node` reports on its admin port; 0 when it does not answer.
+uint64_t term_of(integration::ProcessCluster& c, uint64_t node);
+// The value of one series (name and labels) on `node`'s /metrics; -1 when it is missing.
+int64_t metric(integration::ProcessCluster& c, uint64_t node, const std::string& series);
 // The pid of `node`'s raftlockd (found by its client port on its command line), or -1.
 pid_t node_pid(const integration::ProcessCluster& c, uint64_t node);
 

@@ -23,12 +23,13 @@ struct Machine {
     Index index = 0;
     uint64_t seq = 0;
     TimeMs now = 1000;
+    uint64_t script_budget = 0;  // what the proposing server stamps; 0 as in an old entry
 
     Value run(Argv argv, uint64_t origin = kOrigin, std::optional<uint64_t> at_seq = {}) {
         Command c;
         c.seq = at_seq ? *at_seq : ++seq;
         c.time_ms = now;
-        c.op = RedisCommand{origin, std::move(argv)};
+        c.op = RedisCommand{origin, std::move(argv), script_budget};
         // Through the codec, as entries reach the state machine.
         Result<std::string, ErrorCode> bytes = encode_command(c);
         REQUIRE(bytes.ok());
@@ -269,6 +270,59 @@ TEST_CASE("the codec bounds Redis commands", "[redis]") {
     Result<Command, ErrorCode> back = decode_command(bytes.value());
     REQUIRE(back.ok());
     CHECK(back.value() == c);
+}
+
+TEST_CASE("a Redis entry carries its script budget; an old entry keeps the old one", "[redis]") {
+    Command c;
+    c.seq = 5;
+    c.op = RedisCommand{kOrigin, {"EVAL", "return 1", "0"}, 250000};
+    Result<std::string, ErrorCode> bytes = encode_command(c);
+    REQUIRE(bytes.ok());
+    Result<Command, ErrorCode> back = decode_command(bytes.value());
+    REQUIRE(back.ok());
+    CHECK(back.value() == c);
+    // Tag 16, then origin 77 and the budget as varints: a zero budget there is refused.
+    const size_t at = bytes.value().find(std::string("\x10\x4d\x90\xa1\x0f", 5));
+    REQUIRE(at != std::string::npos);
+    std::string zero = bytes.value();
+    zero.replace(at + 2, 3, std::string("\x00", 1));
+    CHECK(!decode_command(zero).ok());
+    // Over the ceiling: not encoded, not decoded.
+    c.op = RedisCommand{kOrigin, {"EVAL", "return 1", "0"}, kScriptInstructionsMax + 1};
+    CHECK(!encode_command(c).ok());
+    std::string over = bytes.value();
+    over.replace(at + 2, 3, std::string("\x81\x94\xeb\xdc\x03", 5));  // 10^9 + 1
+    CHECK(!decode_command(over).ok());
+    // Unstamped: the form written before budgets existed (tag 13, no budget field).
+    c.op = RedisCommand{kOrigin, {"EVAL", "return 1", "0"}, 0};
+    bytes = encode_command(c);
+    REQUIRE(bytes.ok());
+    CHECK(bytes.value().find(std::string("\x0d\x4d\x03", 3)) != std::string::npos);
+    back = decode_command(bytes.value());
+    REQUIRE(back.ok());
+    CHECK(back.value() == c);
+}
+
+TEST_CASE("a script stops at its entry's budget, the same on every replica", "[redis]") {
+    // Two VM instructions an iteration (ADD, FORLOOP): some 20,000 in all.
+    const Argv script = {"EVAL", "local x = 0 for i = 1, 10000 do x = x + i end return x", "0"};
+    const Value limit = Value::error("ERR script exceeded the instruction limit");
+    for (uint64_t budget : {uint64_t{1000}, uint64_t{10000}}) {
+        Machine a;
+        Machine b;
+        a.script_budget = b.script_budget = budget;
+        CHECK(a.run(script) == limit);
+        CHECK(b.run(script) == limit);
+    }
+    Machine a;
+    a.script_budget = 100000;
+    CHECK(a.run(script) == Value::integer_of(50005000));
+    // An unstamped entry (written by an older server) runs with the 50,000,000 it ran with then.
+    Machine old;
+    const Argv longer = {"EVAL", "local x = 0 for i = 1, 1000000 do x = x + 1 end return x", "0"};
+    CHECK(old.run(longer) == Value::integer_of(1000000));
+    old.script_budget = 100000;
+    CHECK(old.run(longer) == limit);
 }
 
 TEST_CASE("a script's redis.calls are bounded: it cannot flood the keyspace in one entry",
