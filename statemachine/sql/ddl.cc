@@ -133,7 +133,7 @@ bool run_drop_table(Executor& x, const DropTable& op) {
     }
     // Writes still pending in a transaction would land in a later table of the same name.
     for (const auto& [session, state] : engine.sessions_) {
-        if (state.tx.writes.contains(op.table)) {
+        if (state.tx.writes.touches(op.table)) {
             return x.fail("55006",
                           fmt::format("table \"{}\" has uncommitted writes in an open transaction"
                                       "{}",

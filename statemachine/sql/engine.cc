@@ -185,11 +185,11 @@ StatementResult Engine::control(SessionId session,
     return r;
 }
 
-void Engine::merge_writes(TxState& tx, const WriteSet& writes, size_t count) {
-    for (const auto& [table, rows] : writes) {
-        auto& mine = tx.writes[table];
+void Engine::merge_writes(TxState& tx, const WriteLayer& writes, size_t count) const {
+    for (const auto& [table, rows] : writes.rows()) {
+        const auto schema = tables_.find(table);
         for (const auto& [id, row] : rows) {
-            mine.insert_or_assign(id, row);
+            tx.writes.put(table, schema == tables_.end() ? nullptr : &schema->second, id, row);
         }
     }
     tx.write_count += count;
@@ -201,7 +201,7 @@ void Engine::end_transaction(SessionId session,
                              bool commit,
                              std::deque<LockWake>& wakes) {
     if (commit) {
-        apply_writes(state.tx.writes);
+        apply_writes(state.tx.writes.rows());
     }
     state.tx = TxState{};
     LockEvents events;

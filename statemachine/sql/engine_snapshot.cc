@@ -73,8 +73,8 @@ void Engine::write(Writer& w) const {
         w.u8(static_cast<uint8_t>((tx.in_block ? 1 : 0) | (tx.failed ? 2 : 0)));
         w.svarint(tx.start_ms);
         w.varint(tx.write_count);
-        w.varint(tx.writes.size());
-        for (const auto& [table, rows] : tx.writes) {
+        w.varint(tx.writes.rows().size());
+        for (const auto& [table, rows] : tx.writes.rows()) {
             w.bytes(table);
             w.varint(rows.size());
             for (const auto& [row_id, image] : rows) {
@@ -162,7 +162,8 @@ bool Engine::read_session(Reader& r) {
     session.tx.write_count = r.varint_in(0, kWritesPerTransactionMax);
     const size_t tables = r.varint_in(0, kTablesMax);
     for (size_t t = 0; r.ok() && t < tables; ++t) {
-        auto& rows = session.tx.writes[r.bytes(kNameBytesMax)];
+        const std::string table = r.bytes(kNameBytesMax);
+        const auto schema = tables_.find(table);
         const size_t count = r.varint_in(0, kWritesPerTransactionMax);
         for (size_t i = 0; r.ok() && i < count; ++i) {
             const RowId row_id = r.varint_in(1, next_row_id_ - 1);
@@ -173,7 +174,12 @@ bool Engine::read_session(Reader& r) {
                     return false;
                 }
             }
-            rows.insert_or_assign(row_id, std::move(image));
+            if (schema != tables_.end() && image &&
+                image->size() != schema->second.columns.size()) {
+                return false;  // its index would read columns the image lacks
+            }
+            session.tx.writes.put(table, schema == tables_.end() ? nullptr : &schema->second,
+                                  row_id, std::move(image));
         }
     }
     if (r.boolean()) {
@@ -229,6 +235,9 @@ std::string Engine::check_invariants() const {
         }
         if (!session.tx.in_block && !session.tx.writes.empty()) {
             return fmt::format("sql: session {} has writes outside a block", id);
+        }
+        if (std::string problem = session.tx.writes.check_index(); !problem.empty()) {
+            return fmt::format("session {}: {}", id, problem);
         }
         if (session.wait.has_value() != locks_.waiting_for(id).has_value()) {
             return fmt::format("sql: session {} wait and lock table disagree", id);

@@ -137,9 +137,9 @@ std::vector<RowRef> Executor::visible_rows(const std::string& name,
     for (const auto& [id, row] : table.rows) {
         merged.emplace(id, &row);
     }
-    for (const Engine::WriteSet* layer : {&state_.tx.writes, &pending_}) {
-        auto writes = layer->find(name);
-        if (writes == layer->end()) {
+    for (const Engine::WriteLayer* layer : {&state_.tx.writes, &pending_}) {
+        auto writes = layer->rows().find(name);
+        if (writes == layer->rows().end()) {
             continue;
         }
         for (const auto& [id, row] : writes->second) {
@@ -161,36 +161,11 @@ std::vector<RowRef> Executor::visible_rows(const std::string& name,
 void Executor::write_row(const std::string& table,
                          Engine::RowId id,
                          std::optional<Engine::Row> row) {
-    auto& writes = pending_[table];
-    if (auto old = writes.find(id); old != writes.end()) {
-        index_pending(table, id, old->second, false);
-    }
-    index_pending(table, id, row, true);
-    writes.insert_or_assign(id, std::move(row));
+    const auto schema = view_.tables_.find(table);
+    // A table created by this statement has no schema in the view yet, and no index.
+    pending_.put(table, schema == view_.tables_.end() ? nullptr : &schema->second, id,
+                 std::move(row));
     ++pending_count_;
-}
-
-void Executor::index_pending(const std::string& table,
-                             Engine::RowId id,
-                             const std::optional<Engine::Row>& image,
-                             bool add) {
-    const auto found = view_.tables_.find(table);
-    if (!image || found == view_.tables_.end()) {
-        return;  // a deletion holds no value; a table created by this statement has no index yet
-    }
-    for (const auto& [column, index] : found->second.unique) {
-        const Value& v = (*image)[column];
-        if (v.is_null) {
-            continue;
-        }
-        auto& ids = pending_unique_[table][column][value_key(v)];
-        if (add) {
-            ids.insert(id);
-        } else {
-            const size_t erased = ids.erase(id);
-            RL_ASSERT_MSG(erased == 1, "a pending row's old image was indexed");
-        }
-    }
 }
 
 Engine::RowId Executor::allocate_row_id() {
@@ -250,36 +225,9 @@ std::optional<Engine::RowId> Executor::visible_holder(const std::string& name,
             found = hit->second;
         }
     }
-    // The transaction's earlier statements: a scan (their writes are merged, not indexed).
-    if (auto writes = state_.tx.writes.find(name); writes != state_.tx.writes.end()) {
-        for (const auto& [id, image] : writes->second) {
-            const bool has_value =
-                image && !(*image)[column].is_null && value_key((*image)[column]) == key;
-            if (has_value) {
-                found = id;
-            } else if (found == id) {
-                found.reset();  // the session changed or deleted the row that had it
-            }
-        }
-    }
-    // This statement's writes, by the index write_row keeps: the same answer as the scan above
-    // (the last row id whose image has the value, else the earlier holder unless this statement
-    // rewrote it without the value), without visiting every row.
-    if (auto writes = pending_.find(name); writes != pending_.end()) {
-        const std::set<Engine::RowId>* ids = nullptr;
-        if (auto t = pending_unique_.find(name); t != pending_unique_.end()) {
-            if (auto c = t->second.find(column); c != t->second.end()) {
-                if (auto k = c->second.find(key); k != c->second.end() && !k->second.empty()) {
-                    ids = &k->second;
-                }
-            }
-        }
-        if (ids != nullptr) {
-            found = *ids->rbegin();
-        } else if (found && writes->second.contains(*found)) {
-            found.reset();
-        }
-    }
+    // The transaction's earlier statements, then this statement's: each layer's index answers.
+    found = state_.tx.writes.holder(name, column, key, found);
+    found = pending_.holder(name, column, key, found);
     return found;
 }
 

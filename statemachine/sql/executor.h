@@ -49,7 +49,7 @@ public:
     const StatementResult& result() const { return result_; }
     const std::optional<SqlError>& error() const { return error_; }
     // The statement's writes, to merge into the transaction's write set when it succeeded.
-    const Engine::WriteSet& pending_writes() const { return pending_; }
+    const Engine::WriteLayer& pending_writes() const { return pending_; }
     size_t pending_write_count() const { return pending_count_; }
     // Why it waits (valid when run() returned false without an error).
     const Engine::Wait& wait() const { return wait_; }
@@ -143,17 +143,8 @@ private:
 
     StatementResult result_;
     std::optional<SqlError> error_;
-    Engine::WriteSet pending_;
+    Engine::WriteLayer pending_;
     size_t pending_count_ = 0;
-    // pending_'s rows by unique value: table -> unique column -> value_key -> ids whose image in
-    // pending_ has that value. Kept by write_row, so a row's unique check costs a lookup, not a
-    // scan of every row the statement wrote before it (quadratic: issue 16, row 5).
-    std::map<std::string, std::map<size_t, std::map<std::string, std::set<Engine::RowId>>>>
-        pending_unique_;
-    void index_pending(const std::string& table,
-                       Engine::RowId id,
-                       const std::optional<Engine::Row>& image,
-                       bool add);
     Engine::Wait wait_;
     bool waiting_ = false;
     LockEvents lock_events_;
