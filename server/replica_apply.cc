@@ -38,9 +38,15 @@ void Replica::apply_entries(const std::vector<raft::Entry>& entries) {
         }
         Result<sm::Command, sm::ErrorCode> command = sm::decode_command(e.data);
         if (!command.ok()) {
-            spdlog::warn("entry {} does not decode as a command; skipped", e.index);
-            (void)sm_.apply(e.index, e.data);
-            continue;
+            // Leaders propose only commands that encode and validate, so this entry comes from a
+            // newer format (a rolling upgrade run backwards) or a bug. Skipping it would leave
+            // this replica diverged from those that apply it (DESIGN.md: never skipped).
+            const std::string message = fmt::format(
+                "entry {} (term {}) does not decode as a command: written by a newer raftlockd? "
+                "Stopping rather than skipping it; run a version that reads it",
+                e.index, e.term);
+            spdlog::critical("{}", message);
+            RL_PANIC(message.c_str());
         }
         const sm::ApplyResult result = sm_.apply_command(e.index, *command);
         on_applied(*command, result);
