@@ -451,7 +451,7 @@ def timeline_layers(sections, faults, workers, prefix):
          'title "overlapped section"'),
         ("refused", [(s, e, w) for w, s, e, _, r in sections if r],
          f"using (($1+$2)/2):($3-{LANE_HALF + 0.1}) with points pt 11 ps 0.9 "
-         f'lc rgb "{c["refused"]}" title "refused access"'),
+         f'lc rgb "{c["refused"]}" title "section with a refused access"'),
     ]
     out = []
     for name, rows, spec in layers:
