@@ -327,8 +327,8 @@ int run(const ServerConfig& config) {
         return net::HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics.render()};
     };
     routes["/healthz"] = [&replica] {
-        return replica.healthy() ? net::HttpReply{200, "text/plain; charset=utf-8", "ok\n"}
-                                 : net::HttpReply{503, "text/plain; charset=utf-8", "no leader\n"};
+        return net::HttpReply{replica.healthy() ? 200u : 503u, "text/plain; charset=utf-8",
+                              replica.health() + "\n"};
     };
     net::AdminHttp admin(io,
                          net::AdminHttpOptions{config.admin_listen.host, config.admin_listen.port},

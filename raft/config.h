@@ -48,8 +48,11 @@ struct Config {
     // number of unacknowledged AppendEntries per follower (the pipelining window).
     uint64_t max_size_per_msg_bytes = 1 << 20;
     uint32_t max_inflight_msgs = 256;
-    // Limit of committed entries handed out in one Ready (at least one entry).
+    // Limit of committed entries handed out in one Ready (at least one entry), in bytes and, when
+    // not 0, in entries: an application that applies a Ready in one go bounds the work of one
+    // turn of its loop with these.
     uint64_t max_committed_size_per_ready_bytes = 64 << 20;
+    uint64_t max_committed_entries_per_ready = 0;
     // Proposals are dropped while the leader's uncommitted tail exceeds this (0 = no limit).
     uint64_t max_uncommitted_entries_bytes = 256 << 20;
     // InstallSnapshot chunk size.

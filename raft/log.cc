@@ -98,10 +98,13 @@ void Unstable::slice(Index lo, Index hi, uint64_t max_bytes, std::vector<Entry>*
     }
 }
 
-RaftLog::RaftLog(const Storage& storage, uint64_t max_committed_size_per_ready_bytes)
+RaftLog::RaftLog(const Storage& storage,
+                 uint64_t max_committed_size_per_ready_bytes,
+                 uint64_t max_committed_entries_per_ready)
     : storage_(storage),
       unstable_(storage.last_index() + 1),
-      max_committed_size_per_ready_bytes_(max_committed_size_per_ready_bytes) {
+      max_committed_size_per_ready_bytes_(max_committed_size_per_ready_bytes),
+      max_committed_entries_per_ready_(max_committed_entries_per_ready) {
     // A new or restarted log has committed and applied at least up to its snapshot.
     committed_ = storage.first_index() - 1;
     applied_ = committed_;
@@ -287,8 +290,12 @@ std::vector<Entry> RaftLog::next_committed_entries() const {
         return {};
     }
     const Index lo = std::max(applied_ + 1, first_index());
-    std::optional<std::vector<Entry>> out =
-        slice(lo, committed_ + 1, max_committed_size_per_ready_bytes_);
+    Index hi = committed_ + 1;
+    if (max_committed_entries_per_ready_ > 0) {
+        hi = std::min(hi, lo + max_committed_entries_per_ready_);
+    }
+    RL_ASSERT(lo < hi);
+    std::optional<std::vector<Entry>> out = slice(lo, hi, max_committed_size_per_ready_bytes_);
     RL_ASSERT_MSG(out.has_value(), "committed entries compacted before they were applied");
     return std::move(*out);
 }

@@ -48,7 +48,11 @@ struct LogPosition {
 
 class RaftLog {
 public:
-    RaftLog(const Storage& storage, uint64_t max_committed_size_per_ready_bytes);
+    // next_committed_entries() hands out at most max_committed_size_per_ready_bytes (at least one
+    // entry) and, when max_committed_entries_per_ready is not 0, at most that many entries.
+    RaftLog(const Storage& storage,
+            uint64_t max_committed_size_per_ready_bytes,
+            uint64_t max_committed_entries_per_ready = 0);
 
     Index first_index() const;
     Index last_index() const;
@@ -105,6 +109,7 @@ private:
     Index committed_ = 0;
     Index applied_ = 0;
     uint64_t max_committed_size_per_ready_bytes_;
+    uint64_t max_committed_entries_per_ready_;
 };
 
 }  // namespace raftlock::raft

@@ -31,7 +31,9 @@ Raft::Raft(const Config& config, const Storage& storage)
     : cfg_(config),
       id_(config.id),
       rng_(config.seed),
-      log_(storage, config.max_committed_size_per_ready_bytes),
+      log_(storage,
+           config.max_committed_size_per_ready_bytes,
+           config.max_committed_entries_per_ready),
       tracker_(config.max_inflight_msgs) {
     Status valid = config.validate();
     RL_ASSERT_MSG(valid.ok(), valid.message().c_str());

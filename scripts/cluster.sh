@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The README's main command: a local three-node raftlock cluster on loopback.
 #
-#   scripts/cluster.sh up              install deps, build, start nodes 1-3, wait for a leader
+#   scripts/cluster.sh up              install deps, build, start nodes 1-3, wait until they serve
 #   scripts/cluster.sh down [--wipe]   SIGTERM, SIGKILL after 10 s; --wipe also removes ./data
 #   scripts/cluster.sh status          per node: alive?, role, term, leader, commit, applied
 #   scripts/cluster.sh logs [-f] [N]   last 50 lines of the node logs (-f follows)
 #   scripts/cluster.sh kill N          SIGKILL node N (a crash, for the failover walkthrough)
-#   scripts/cluster.sh start N         start node N again (it recovers from its data directory)
+#   scripts/cluster.sh start N         start node N again, wait until it serves (it replays its log)
 #
 # Node N listens on 127.0.0.1: Raft 700N, clients 710N, admin HTTP 720N, Redis (RESP) 730N,
 # PostgreSQL 740N; its data directory is ./data/nodeN, with raftlockd.log and raftlockd.pid in it.
@@ -29,6 +29,7 @@ raftlockd=$build_dir/cli/raftlockd
 cli=$build_dir/cli/raftlock
 nodes=(1 2 3)
 up_deadline_s=20
+serve_deadline_s=600 # a node replaying a long log says "catching up" on /healthz meanwhile
 down_deadline_s=10
 
 say() { echo "cluster.sh: $*"; }
@@ -195,6 +196,34 @@ wait_for_leader() {
     return 1
 }
 
+# Node N's /healthz text ("ok", "no leader", "catching up: applied A of C"), or nothing.
+health_of() {
+    http_get "$(admin_port "$1")" /healthz 2>/dev/null | head -n 1 || true
+}
+
+# Waits until every node given answers /healthz "ok": it knows a leader and has replayed its log.
+wait_for_serving() {
+    local deadline=$((SECONDS + serve_deadline_s)) next_report=$((SECONDS + 5)) n health waiting
+    while :; do
+        waiting=()
+        for n in "$@"; do
+            node_pid "$n" >/dev/null || explain_exit "$n"
+            health=$(health_of "$n")
+            [ "$health" = ok ] || waiting+=("node $n: ${health:-no answer}")
+        done
+        [ ${#waiting[@]} -eq 0 ] && return 0
+        if [ $SECONDS -ge $deadline ]; then
+            echo "cluster.sh: not serving after ${serve_deadline_s} s: ${waiting[*]}" >&2
+            return 1
+        fi
+        if [ $SECONDS -ge $next_report ]; then
+            say "waiting: ${waiting[*]}"
+            next_report=$((SECONDS + 5))
+        fi
+        sleep 0.2
+    done
+}
+
 print_endpoints() {
     local n
     for n in "${nodes[@]}"; do
@@ -227,6 +256,7 @@ cmd_up() {
     done
     local leader
     leader=$(wait_for_leader) || exit 1
+    wait_for_serving "${to_start[@]}" || exit 1
     say "cluster $cluster_id is up: node ${leader% *} is the leader (term ${leader#* })"
     print_endpoints
     echo
@@ -343,9 +373,11 @@ cmd_start() {
     local deadline=$((SECONDS + up_deadline_s)) summary
     while [ $SECONDS -lt $deadline ]; do
         node_pid "$n" >/dev/null || explain_exit "$n"
-        if summary=$(status_summary "$n"); then
-            read -r _ role term leader _ _ <<<"$summary"
-            say "node $n answers: role=$role term=$term leader=$leader"
+        if status_summary "$n" >/dev/null; then
+            # It answers; success once it serves (a leader known, its log replayed).
+            wait_for_serving "$n" || die "node $n answers but does not serve; see: $0 logs $n"
+            read -r _ role term leader _ _ <<<"$(status_summary "$n")"
+            say "node $n serves: role=$role term=$term leader=$leader"
             return
         fi
         sleep 0.2

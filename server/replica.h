@@ -124,7 +124,12 @@ public:
 
     // Admin views.
     std::string status_json() const;
-    bool healthy() const;  // a leader is known and this node is not shutting down
+    bool healthy() const;  // a leader is known, the log replayed, and not shutting down
+    // Still applying the entries that were committed when this process started (the replay of
+    // its log since the last snapshot): it answers its admin port but serves no reads yet.
+    bool catching_up() const { return applied_index_ < replayed_through_; }
+    // "ok", "no leader", "catching up: applied A of C" or "shutting down": why healthy() is false.
+    std::string health() const;
     void fill_status(proto::NodeStatusResult& out) const;
     bool is_leader() const { return soft_.role == raft::Role::kLeader; }
     uint64_t leader() const { return soft_.leader; }
@@ -199,6 +204,7 @@ private:
     void schedule_flush();
     void flush();
     void drive();
+    void schedule_drive();
     void finish_ready(raft::Ready& ready);
     void send_raft(std::vector<raft::Message>& messages);
     void on_soft_state(const raft::SoftState& soft);
@@ -309,6 +315,7 @@ private:
     raft::SoftState soft_;
     bool ready_in_flight_ = false;
     bool flush_scheduled_ = false;
+    bool drive_scheduled_ = false;  // a drive() is posted for the rest of the committed entries
     bool shutting_down_ = false;
     uint64_t ticks_ = 0;
     int64_t time_offset_ms_ = 0;  // cluster time = steady clock + offset while leader

@@ -1,5 +1,6 @@
 // What a node says about itself: the admin /status JSON and the NodeStatus client request.
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "server/replica.h"
@@ -37,7 +38,17 @@ const char* progress_name(raft::ProgressState state) {
 }  // namespace
 
 bool Replica::healthy() const {
-    return !shutting_down_ && soft_.leader != raft::kNoNode;
+    return !shutting_down_ && soft_.leader != raft::kNoNode && !catching_up();
+}
+
+std::string Replica::health() const {
+    if (shutting_down_) {
+        return "shutting down";
+    }
+    if (catching_up()) {
+        return fmt::format("catching up: applied {} of {}", applied_index_, replayed_through_);
+    }
+    return soft_.leader == raft::kNoNode ? "no leader" : "ok";
 }
 
 void Replica::fill_status(proto::NodeStatusResult& out) const {
@@ -75,6 +86,7 @@ std::string Replica::status_json() const {
     j["leader"] = st.soft_state.leader;
     j["commit"] = st.hard_state.commit;
     j["applied"] = applied_index_;
+    j["catching_up"] = catching_up();
     j["first_index"] = st.first_index;
     j["last_index"] = st.last_index;
     j["snapshot_index"] = snapshot_index_;

@@ -276,6 +276,23 @@ TEST_CASE("slice reads across stable and unstable entries within a byte limit", 
     }
 }
 
+TEST_CASE("the entry limit per Ready splits committed entries by count", "[raft][log]") {
+    MemoryStorage s;
+    s.append(ents(1, {1, 1, 1, 1}));
+    RaftLog log(s, kNoLimit, 3);
+    log.append(ents(5, {2, 2, 2}));
+    log.commit_to(7);
+    // Stored and unstable entries alike; the byte limit still applies on top.
+    CHECK(indexes(log.next_committed_entries()) == std::vector<Index>{1, 2, 3});
+    log.applied_to(3);
+    CHECK(indexes(log.next_committed_entries()) == std::vector<Index>{4, 5, 6});
+    log.applied_to(6);
+    CHECK(indexes(log.next_committed_entries()) == std::vector<Index>{7});
+    RaftLog both(s, kEntryBytes, 3);
+    both.commit_to(4);
+    CHECK(indexes(both.next_committed_entries()) == std::vector<Index>{1});
+}
+
 TEST_CASE("the commit index never decreases and bounds what is handed out to apply",
           "[raft][log]") {
     MemoryStorage s;
