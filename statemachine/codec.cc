@@ -421,6 +421,9 @@ SqlStatement read_sql(Reader& r) {
 // more: a RedisCommand carrying a script budget (origin, budget, argv) has its own tag, so that
 // entries written before budgets existed (tag 13: origin, argv) still decode, with the old budget.
 constexpr uint8_t kRedisBudgetedTag = 16;
+static_assert(kRedisBudgetedTag >= std::variant_size_v<Op>,
+              "a new Op alternative would share tag 16 with the budgeted RedisCommand; tags are "
+              "on disk, so give it the next free tag in op_tag and read_op");
 
 uint8_t op_tag(const Op& op) {
     const auto* redis = std::get_if<RedisCommand>(&op);
