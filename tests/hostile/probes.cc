@@ -1,10 +1,13 @@
 #include "tests/hostile/probes.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <optional>
 #include <string>
+
+#include <unistd.h>
 
 #include "proto/client.pb.h"
 
@@ -27,6 +30,25 @@ bool write_answers(integration::ProcessCluster& c, uint64_t node, uint64_t reque
 uint64_t term_of(integration::ProcessCluster& c, uint64_t node) {
     const std::optional<std::string> term = c.status_field(node, "term");
     return term ? std::stoull(*term) : 0;
+}
+
+uint64_t settled_term(integration::ProcessCluster& c, uint64_t leader) {
+    if (!write_answers(c, leader, 999'999)) {
+        return 0;
+    }
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < end) {
+        const uint64_t term = term_of(c, leader);
+        bool agreed = term > 0;
+        for (uint64_t id : c.ids()) {
+            agreed = agreed && term_of(c, id) == term;
+        }
+        if (agreed) {
+            return term;
+        }
+        ::usleep(50 * 1000);
+    }
+    return 0;
 }
 
 int64_t metric(integration::ProcessCluster& c, uint64_t node, const std::string& series) {

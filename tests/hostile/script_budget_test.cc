@@ -68,7 +68,7 @@ TEST_CASE("pipelined EVALs of an allocating loop stop at their budget on every r
     ProcessCluster c(3, flags);
     const uint64_t leader = c.wait_for_leader();
     REQUIRE(leader != 0);
-    const uint64_t term = term_of(c, leader);
+    const uint64_t term = settled_term(c, leader);
     REQUIRE(term > 0);
 
     const int attacker = connect_loopback(c.ports(leader).redis);
@@ -121,6 +121,7 @@ TEST_CASE("pipelined EVALs of an allocating loop stop at their budget on every r
     for (uint64_t id : c.ids()) {
         INFO("node " << id << " log:\n" << c.log_of(id));
         CHECK(c.wait_exit(id, 1) == -1);
+        INFO("node " << id << ": term " << term_of(c, id) << " (was " << term << ")");
         CHECK(term_of(c, id) == term);  // no election
     }
     CHECK(metric(c, leader, "raftlock_redis_scripts_over_budget_total") ==

@@ -41,7 +41,7 @@ TEST_CASE("streaming 10,000-row INSERTs into a keyed table in a transaction stal
     ProcessCluster c(3, {"--pg-listen", "{pg}"});
     const uint64_t leader = c.wait_for_leader();
     REQUIRE(leader != 0);
-    const uint64_t term = term_of(c, leader);
+    const uint64_t term = settled_term(c, leader);
     REQUIRE(term > 0);
     const int deadline_ms = 30000 * RAFTLOCK_HOSTILE_SLOWDOWN;
     RawPg attacker(c.ports(leader).pg, deadline_ms);
@@ -91,6 +91,7 @@ TEST_CASE("streaming 10,000-row INSERTs into a keyed table in a transaction stal
     for (uint64_t id : c.ids()) {
         INFO("node " << id << " log:\n" << c.log_of(id));
         CHECK(c.wait_exit(id, 1) == -1);
+        INFO("node " << id << ": term " << term_of(c, id) << " (was " << term << ")");
         CHECK(term_of(c, id) == term);  // no election
     }
     WARN(keyed_inserts << " keyed INSERTs after 80,000 rows; slowest write " << write_ms_max
