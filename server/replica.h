@@ -132,6 +132,8 @@ public:
     std::string health() const;
     void fill_status(proto::NodeStatusResult& out) const;
     bool is_leader() const { return soft_.role == raft::Role::kLeader; }
+    // A Ready's synced write is on the storage thread: no Ready (and no message) until it is done.
+    bool writing() const { return ready_in_flight_; }
     uint64_t leader() const { return soft_.leader; }
     raft::Index applied_index() const { return applied_index_; }
     // A committed configuration removed this node: it has shut down and the process should exit.

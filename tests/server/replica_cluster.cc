@@ -180,8 +180,10 @@ bool ReplicaCluster::run_until(const std::function<bool()>& done, int64_t max_ms
             continue;
         }
         // Idle: let the storage threads finish their writes before time moves on, so a slow
-        // disk does not look like a dead leader.
-        if (queue_.run_one(2)) {
+        // disk (a loaded machine) does not look like a dead leader. A replica whose Ready is on
+        // its storage thread sends nothing until the write is done: wait for it (a second of
+        // real time at most), else a short grace for other completions.
+        if (queue_.run_one(any_writing() ? 1000 : 2)) {
             continue;
         }
         if (clock.now_ms >= end_ms) {
@@ -190,6 +192,15 @@ bool ReplicaCluster::run_until(const std::function<bool()>& done, int64_t max_ms
         tick_all();
     }
     return true;
+}
+
+bool ReplicaCluster::any_writing() const {
+    for (const auto& [id, n] : nodes_) {
+        if (n.replica && n.replica->writing()) {
+            return true;
+        }
+    }
+    return false;
 }
 
 uint64_t ReplicaCluster::wait_for_leader(int64_t max_ms) {

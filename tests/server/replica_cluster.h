@@ -107,6 +107,7 @@ private:
     };
 
     void tick_all();
+    bool any_writing() const;  // a live replica waits for its storage thread
     void start_node(uint64_t id, const ServerConfig& config);
 
     std::string root_;
