@@ -100,25 +100,14 @@ TEST_CASE("30 Redis clients pipelining GETs of 4 MiB without reading cannot exha
         gets += resp_command({"GET", "big"});
     }
     uint64_t rss_peak = 0;
-    uint64_t request_id = 1;
     size_t closed = 0;
-    size_t slow_writes = 0;
-    int64_t write_ms_max = 0;
-    auto next_write = Clock::now();
+    WriteProbe probe(c, {1}, 250);
     for (const auto end = Clock::now() + kAttack; Clock::now() < end;) {
         closed += pipeline_round(fds, redis_port, gets);
         const uint64_t rss = rss_bytes(pid);
         REQUIRE(rss > 0);  // the node still runs
         rss_peak = std::max(rss_peak, rss);
-        if (Clock::now() >= next_write) {
-            const auto start = Clock::now();
-            slow_writes += write_answers(c, 1, request_id++) ? 0 : 1;
-            write_ms_max = std::max<int64_t>(
-                write_ms_max,
-                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start)
-                    .count());
-            next_write = Clock::now() + std::chrono::milliseconds(250);
-        }
+        probe.poll();
         ::usleep(20000);
     }
     for (int fd : fds) {
@@ -127,22 +116,22 @@ TEST_CASE("30 Redis clients pipelining GETs of 4 MiB without reading cannot exha
     const std::optional<std::string> metrics = integration::http_get(c.ports(1).admin, "/metrics");
     INFO("cap " << cap << ", RSS before " << (rss_before >> 20) << " MiB, peak " << (rss_peak >> 20)
                 << " MiB, bound " << (bound >> 20) << " MiB, connections "
-                << "closed " << closed << ", writes late " << slow_writes << " of "
-                << request_id - 1 << " (slowest " << write_ms_max << " ms)");
+                << "closed " << closed << ", writes late " << probe.late() << " of "
+                << probe.writes() << " (slowest " << probe.slowest_ms() << " ms)");
     INFO("node log:\n" << c.log_of(1));
     CHECK(rss_peak < bound);
-    CHECK(slow_writes == 0);
+    CHECK(probe.late() == 0);
     CHECK(closed > 0);
     REQUIRE(metrics.has_value());
     CHECK(metrics->find("raftlock_client_output_buffer_disconnects_total 0\n") ==
           std::string::npos);
     CHECK(c.log_of(1).find("--client-output-buffer-bytes-max") != std::string::npos);
     // The backlog of the closed connections is not run: the node is idle again at once.
-    CHECK(write_answers(c, 1, request_id++));
+    CHECK(write_answers(c, 1, probe.next_request_id()));
     CHECK(c.wait_exit(1, 1) == -1);
     WARN("cap " << (cap >> 20) << " MiB: RSS before " << (rss_before >> 20) << " MiB, peak "
                 << (rss_peak >> 20) << " MiB (bound " << (bound >> 20) << " MiB), slowest write "
-                << write_ms_max << " ms");
+                << probe.slowest_ms() << " ms");
 }
 
 }  // namespace

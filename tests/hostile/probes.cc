@@ -1,5 +1,6 @@
 #include "tests/hostile/probes.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +26,26 @@ bool session_opens(integration::RawConnection& conn, uint64_t request_id) {
 bool write_answers(integration::ProcessCluster& c, uint64_t node, uint64_t request_id) {
     integration::RawConnection conn(c.ports(node).client);
     return session_opens(conn, request_id);
+}
+
+WriteProbe::WriteProbe(integration::ProcessCluster& c, std::vector<uint64_t> nodes, int period_ms)
+    : c_(c),
+      nodes_(std::move(nodes)),
+      period_(period_ms),
+      next_(std::chrono::steady_clock::now()) {}
+
+void WriteProbe::poll() {
+    if (std::chrono::steady_clock::now() < next_) {
+        return;
+    }
+    const uint64_t id = next_id_++;
+    const auto start = std::chrono::steady_clock::now();
+    late_ += write_answers(c_, nodes_[id % nodes_.size()], id) ? 0 : 1;
+    slowest_ms_ =
+        std::max<int64_t>(slowest_ms_, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - start)
+                                           .count());
+    next_ = std::chrono::steady_clock::now() + period_;
 }
 
 uint64_t term_of(integration::ProcessCluster& c, uint64_t node) {

@@ -80,10 +80,8 @@ TEST_CASE("pipelined EVALs of an allocating loop stop at their budget on every r
     size_t sent = 0;
     size_t answered = 0;
     size_t limit_errors = 0;
-    size_t slow_writes = 0;
-    int64_t write_ms_max = 0;
-    uint64_t request_id = 1;
-    auto next_write = Clock::now();
+    // Through each node in turn: a follower forwards to the leader, which is the busiest.
+    WriteProbe probe(c, c.ids(), 200);
     for (const auto end = Clock::now() + kAttack; Clock::now() < end;) {
         if (answered == sent) {
             REQUIRE(::send(attacker, eval_batch.data(), eval_batch.size(), MSG_NOSIGNAL) ==
@@ -92,17 +90,7 @@ TEST_CASE("pipelined EVALs of an allocating loop stop at their budget on every r
         }
         read_available(attacker, unread, 10);
         answered += take_replies(unread, limit_errors);
-        if (Clock::now() >= next_write) {
-            // Through each node in turn: a follower forwards to the leader, which is the busiest.
-            const uint64_t node = request_id % 3 + 1;
-            const auto start = Clock::now();
-            slow_writes += write_answers(c, node, request_id++) ? 0 : 1;
-            write_ms_max = std::max<int64_t>(
-                write_ms_max,
-                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start)
-                    .count());
-            next_write = Clock::now() + std::chrono::milliseconds(200);
-        }
+        probe.poll();
     }
     for (const auto end = Clock::now() + std::chrono::milliseconds(kAnswerDeadlineMs);
          answered < sent && Clock::now() < end;) {
@@ -112,12 +100,12 @@ TEST_CASE("pipelined EVALs of an allocating loop stop at their budget on every r
     ::close(attacker);
 
     INFO("EVALs sent " << sent << ", answered " << answered << ", over budget " << limit_errors
-                       << "; writes late " << slow_writes << " of " << request_id - 1
-                       << " (slowest " << write_ms_max << " ms)");
+                       << "; writes late " << probe.late() << " of " << probe.writes()
+                       << " (slowest " << probe.slowest_ms() << " ms)");
     CHECK(sent >= 10 * kPipelined);  // the attack ran: a hundred scripts or more
     CHECK(answered == sent);
     CHECK(limit_errors == sent);
-    CHECK(slow_writes == 0);
+    CHECK(probe.late() == 0);
     for (uint64_t id : c.ids()) {
         INFO("node " << id << " log:\n" << c.log_of(id));
         CHECK(c.wait_exit(id, 1) == -1);
@@ -126,7 +114,7 @@ TEST_CASE("pipelined EVALs of an allocating loop stop at their budget on every r
     }
     CHECK(metric(c, leader, "raftlock_redis_scripts_over_budget_total") ==
           static_cast<int64_t>(sent));
-    WARN(sent << " EVALs over budget; slowest write " << write_ms_max << " ms");
+    WARN(sent << " EVALs over budget; slowest write " << probe.slowest_ms() << " ms");
 }
 
 }  // namespace

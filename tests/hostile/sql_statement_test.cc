@@ -56,11 +56,8 @@ TEST_CASE("streaming 10,000-row INSERTs into a keyed table in a transaction stal
     round.push_back("ROLLBACK");
     size_t step = 0;
     size_t keyed_inserts = 0;
-    size_t slow_writes = 0;
-    int64_t write_ms_max = 0;
-    uint64_t request_id = 1;
+    WriteProbe probe(c, c.ids(), 200);
     attacker.send_query(round[0]);
-    auto next_write = Clock::now();
     for (const auto end = Clock::now() + kAttack; Clock::now() < end;) {
         if (const std::optional<std::string> done = attacker.result(20)) {
             const std::string& sent = round[step];
@@ -70,31 +67,22 @@ TEST_CASE("streaming 10,000-row INSERTs into a keyed table in a transaction stal
             step = (step + 1) % round.size();
             attacker.send_query(round[step]);
         }
-        if (Clock::now() >= next_write) {
-            const uint64_t node = request_id % 3 + 1;
-            const auto start = Clock::now();
-            slow_writes += write_answers(c, node, request_id++) ? 0 : 1;
-            write_ms_max = std::max<int64_t>(
-                write_ms_max,
-                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start)
-                    .count());
-            next_write = Clock::now() + std::chrono::milliseconds(200);
-        }
+        probe.poll();
     }
     CHECK(attacker.result(deadline_ms).has_value());  // the statement in flight finishes
 
-    INFO("keyed INSERTs after 80,000 rows: " << keyed_inserts << "; writes late " << slow_writes
-                                             << " of " << request_id - 1 << " (slowest "
-                                             << write_ms_max << " ms)");
+    INFO("keyed INSERTs after 80,000 rows: " << keyed_inserts << "; writes late " << probe.late()
+                                             << " of " << probe.writes() << " (slowest "
+                                             << probe.slowest_ms() << " ms)");
     CHECK(keyed_inserts >= 1);  // the attack reached its costly statement
-    CHECK(slow_writes == 0);
+    CHECK(probe.late() == 0);
     for (uint64_t id : c.ids()) {
         INFO("node " << id << " log:\n" << c.log_of(id));
         CHECK(c.wait_exit(id, 1) == -1);
         INFO("node " << id << ": term " << term_of(c, id) << " (was " << term << ")");
         CHECK(term_of(c, id) == term);  // no election
     }
-    WARN(keyed_inserts << " keyed INSERTs after 80,000 rows; slowest write " << write_ms_max
+    WARN(keyed_inserts << " keyed INSERTs after 80,000 rows; slowest write " << probe.slowest_ms()
                        << " ms");
 }
 
