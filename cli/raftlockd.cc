@@ -233,6 +233,7 @@ int run(const ServerConfig& config) {
         }
     }
     peer_options.on_removed = [&replica](uint64_t peer) { replica.on_removed_by_peer(peer); };
+    peer_options.on_link_lost = [&replica](uint64_t peer) { replica.on_peer_link_lost(peer); };
     net::PeerTransport transport(io, peer_options, [&replica](uint64_t from, proto::PeerFrame&& f) {
         replica.on_peer_frame(from, std::move(f));
     });

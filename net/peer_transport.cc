@@ -110,6 +110,9 @@ struct Incoming {
     uint64_t id;
     std::string remote;
     uint64_t from = 0;  // the peer's id once its Hello was accepted
+    // When a frame last arrived (the accept, before any): the quietest of a peer's connections is
+    // the one its sender has given up on.
+    std::chrono::steady_clock::time_point last_frame_at = std::chrono::steady_clock::now();
     bool closed = false;
     std::array<char, kReadChunkBytes> read_buffer;
 };
@@ -144,6 +147,7 @@ private:
     bool drain_incoming(const InPtr& in);
     bool on_incoming_frame(const InPtr& in, proto::PeerFrame&& frame);
     bool on_hello(const InPtr& in, const proto::Hello& hello);
+    void close_quietest_from(const InPtr& newest);
     void close_incoming(Incoming& in, const std::string& why);
 
     void dial(OutPeer& peer);
@@ -329,7 +333,8 @@ void Core::accept() {
 void Core::on_accept(tcp::socket socket) {
     const std::string remote = remote_text(socket);
     if (incoming_.size() >= options_.incoming_connections_max && !evict_silent_incoming()) {
-        // Every slot is a peer that said Hello: a real member redialling replaces its own.
+        // Every slot is a peer that said Hello: a real member redialling replaces its own
+        // (close_quietest_from).
         log_.log("incoming-full",
                  fmt::format("node {}: refusing incoming connections: {} peers hold every slot",
                              options_.self_id, options_.incoming_connections_max));
@@ -437,6 +442,7 @@ bool Core::on_incoming_frame(const InPtr& in, proto::PeerFrame&& frame) {
             break;
     }
     const uint64_t from = in->from;
+    in->last_frame_at = std::chrono::steady_clock::now();
     OutPeer& peer = *peers_.at(from);
     if (peer.retired) {
         close_incoming(*in, "no longer a peer");
@@ -479,17 +485,7 @@ bool Core::on_hello(const InPtr& in, const proto::Hello& hello) {
     }
     in->from = hello.from();
     in->timer.cancel();
-    // A peer sends on one connection. An older one from it is left from an attempt it gave up on
-    // (its end may be dead without our knowing); closing it frees the slot.
-    std::vector<InPtr> older;
-    for (const auto& [id, other] : incoming_) {
-        if (other != in && other->from == in->from) {
-            older.push_back(other);
-        }
-    }
-    for (const InPtr& other : older) {
-        close_incoming(*other, "");
-    }
+    close_quietest_from(in);
     log_.log(
         fmt::format("accept:{}", in->from),
         fmt::format("node {}: accepted node {} from {}", options_.self_id, in->from, in->remote));
@@ -500,6 +496,28 @@ bool Core::on_hello(const InPtr& in, const proto::Hello& hello) {
                           }
                       });
     return true;
+}
+
+// A peer sends on one connection; another from it is left from an attempt it gave up on (its
+// end may be dead without our knowing), or is not the peer at all: the port has no
+// authentication, and anyone can say Hello with its id. Up to incoming_per_peer_max stay open, so
+// such a stranger does not cut the live link; past that, the one silent the longest goes, which
+// is never the live link of a peer that is sending.
+void Core::close_quietest_from(const InPtr& newest) {
+    std::vector<InPtr> others;
+    for (const auto& [id, other] : incoming_) {
+        if (other != newest && other->from == newest->from) {
+            others.push_back(other);
+        }
+    }
+    RL_ASSERT(options_.incoming_per_peer_max >= 1);
+    while (others.size() + 1 > options_.incoming_per_peer_max) {
+        auto quietest = std::min_element(
+            others.begin(), others.end(),
+            [](const InPtr& a, const InPtr& b) { return a->last_frame_at < b->last_frame_at; });
+        close_incoming(**quietest, "");
+        others.erase(quietest);
+    }
 }
 
 void Core::close_incoming(Incoming& in, const std::string& why) {
@@ -748,9 +766,11 @@ milliseconds Core::next_backoff(OutPeer& peer) {
 }
 
 // Ends the current attempt or connection and schedules the next dial. Frames being written are
-// lost (the peer may or may not have them; Raft retransmits); queued frames wait.
+// lost (the peer may or may not have them; Raft retransmits, on_link_lost tells the rest); queued
+// frames wait.
 void Core::fail(OutPeer& peer, const std::string& why) {
     log_out(peer, "failed", why);
+    const bool was_connected = peer.state == OutPeer::State::kConnected;
     const milliseconds delay = next_backoff(peer);
     error_code ignored;
     peer.socket.close(ignored);
@@ -768,6 +788,9 @@ void Core::fail(OutPeer& peer, const std::string& why) {
             self->dial(*p);
         }
     });
+    if (was_connected && options_.on_link_lost) {
+        options_.on_link_lost(peer.address.id);  // last: the handler may send to this peer
+    }
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 //   frames queued while disconnected are sent once connected, oldest first, unless dropped by the
 //   bound.
 // - A malformed frame (bad length, not a PeerFrame, a second Hello) closes that connection only.
+// - At most incoming_per_peer_max accepted connections per peer id; past that the quietest goes,
+//   so a redial replaces a dead link but a stranger claiming the id does not cut a live one.
 //
 // Threads: every method runs on the io_context's thread, which is also the thread the handler is
 // called on. The Asio machinery lives in peer_transport.cc only.
@@ -58,9 +60,16 @@ struct PeerTransportOptions {
     // Incoming connections at once (handshaking or accepted); more are closed at accept. Peers
     // dial one connection each, so this only bounds strangers and reconnect storms.
     size_t incoming_connections_max = 64;
+    // Incoming connections that said Hello as the same peer. A redialling peer's new connection
+    // closes the quietest of its older ones once there are more (see docs/protocol.md).
+    size_t incoming_per_peer_max = 2;
     // Called when a peer refuses this node's Hello because this node was removed from the
     // cluster (the peer retired it after applying the removal; see set_peers). Optional.
     std::function<void(uint64_t peer)> on_removed;
+    // Called when an established outgoing connection to `peer` fails: frames written on it may
+    // not have reached the peer (TCP accepted them; the peer's kernel may have discarded them).
+    // Raft retransmits by itself; requests relayed to the peer must be sent again. Optional.
+    std::function<void(uint64_t peer)> on_link_lost;
 };
 
 struct PeerStats {

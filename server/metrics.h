@@ -47,6 +47,7 @@ public:
     uint64_t proposals_total = 0;          // entries proposed by this node as leader
     uint64_t proposals_dropped_total = 0;  // proposals the core refused (no leader, transfer, ...)
     uint64_t forwarded_writes_total = 0;   // writes this follower forwarded to the leader
+    uint64_t forwards_resent_total = 0;    // forwarded again after the link to the leader failed
     uint64_t elections_total = 0;          // elections this node started (became candidate)
     uint64_t leader_changes_total = 0;     // changes of the known leader
     uint64_t applied_entries_total = 0;

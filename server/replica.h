@@ -140,6 +140,9 @@ public:
     bool removed() const { return removed_; }
     // A peer refused this node because it applied this node's removal (net::PeerTransport).
     void on_removed_by_peer(uint64_t peer);
+    // The link to `peer` failed with frames possibly lost on it (net::PeerTransport::on_link_lost):
+    // writes relayed to it as the leader are relayed again.
+    void on_peer_link_lost(uint64_t peer);
     const statemachine::StateMachine& state() const { return sm_; }
     size_t connection_count() const { return connections_.size(); }
 

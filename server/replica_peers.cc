@@ -182,6 +182,29 @@ void Replica::flush_keepalive_forwards() {
     peers_.send(soft_.leader, frame);
 }
 
+// A forwarded write lost with the link would otherwise wait for its request timeout. Sending it
+// again is harmless: exactly-once answers a second copy with the first one's result (an
+// OpenSession's copy opens a second session nobody holds, which expires). The copy waits in the
+// transport's queue until the link is back.
+void Replica::on_peer_link_lost(uint64_t peer) {
+    if (peer != soft_.leader || is_leader()) {
+        return;
+    }
+    std::vector<WriteKey> keys;
+    for (const auto& [key, pending] : pending_writes_) {
+        if (pending.forward_tag != 0) {
+            keys.push_back(key);
+        }
+    }
+    for (const WriteKey& key : keys) {
+        auto it = pending_writes_.find(key);
+        RL_ASSERT(it != pending_writes_.end());
+        route_write(key, it->second);
+    }
+    metrics_.forwards_resent_total += keys.size();
+    schedule_flush();
+}
+
 // Writes and reads that the old leader may have dropped go to the new one. Exactly-once makes a
 // second copy of a write harmless: the state machine answers it with the first one's result.
 void Replica::resubmit_after_leader_change() {

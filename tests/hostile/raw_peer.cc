@@ -89,10 +89,18 @@ RawPeer::~RawPeer() {
     ::close(fd_);
 }
 
-bool RawPeer::send(const raft::Message& message) {
-    proto::PeerFrame frame;
-    net::to_proto(message, *frame.mutable_raft());
-    return send_frame(fd_, frame);
+std::string RawPeer::encode(const std::vector<raft::Message>& messages) {
+    std::string bytes;
+    for (const raft::Message& message : messages) {
+        proto::PeerFrame frame;
+        net::to_proto(message, *frame.mutable_raft());
+        net::append_frame(bytes, frame.SerializeAsString());
+    }
+    return bytes;
+}
+
+bool RawPeer::send_encoded(const std::string& bytes) {
+    return send_all(fd_, bytes);
 }
 
 }  // namespace raftlock::hostile

@@ -6,6 +6,8 @@
 // the real transport encodes them (net/raft_codec.h) but never checked.
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "raft/types.h"
 
@@ -20,8 +22,11 @@ public:
     RawPeer(const RawPeer&) = delete;
     RawPeer& operator=(const RawPeer&) = delete;
 
-    // Sends `message` as one PeerFrame. False when the node closed the connection.
-    bool send(const raft::Message& message);
+    // Frames `messages` as the transport would; encode before dialling, so that the messages go
+    // out together (a message at the entry bound takes tens of milliseconds to encode).
+    static std::string encode(const std::vector<raft::Message>& messages);
+    // Sends bytes from encode() in one write. False when the node closed the connection.
+    bool send_encoded(const std::string& bytes);
 
 private:
     int fd_ = -1;

@@ -258,6 +258,79 @@ TEST_CASE("a sender reconnects after the receiver restarts and delivers what it 
     CHECK(a.stats_of(2).queued_frames == 0);
 }
 
+TEST_CASE("a lost established link is reported once; failed dials are not", "[net][peer]") {
+    asio::io_context io;
+    const uint16_t port_b = free_port();
+    const auto b_options = options_for(2, port_b, {{1, "127.0.0.1", free_port()}});
+    std::vector<uint64_t> lost;
+    auto a_options = options_for(1, 0, {{2, "127.0.0.1", port_b}});
+    a_options.on_link_lost = [&](uint64_t peer) { lost.push_back(peer); };
+    Node a(io, a_options);
+    REQUIRE(a.transport.send(2, raft_frame(1, 2, 0)));
+    run_for(io, 50ms);  // dials fail while nobody listens: no link was lost
+    CHECK(lost.empty());
+
+    auto b = std::make_unique<Node>(io, b_options);
+    REQUIRE(run_until(io, [&] { return b->received.size() == 1; }));
+    CHECK(lost.empty());
+    b.reset();  // the link goes with the receiver
+    REQUIRE(run_until(io, [&] { return !lost.empty(); }));
+    CHECK(lost == std::vector<uint64_t>{2});
+    // The handler may resend at once; the frame waits for the redial and arrives.
+    REQUIRE(a.transport.send(2, raft_frame(1, 2, 1)));
+    b = std::make_unique<Node>(io, b_options);
+    REQUIRE(run_until(io, [&] { return b->received.size() == 1; }));
+    CHECK(b->indexes_from(1) == std::vector<uint64_t>{1});
+    CHECK(a.stats_of(2).connects == 2);
+    CHECK(lost.size() == 1);
+}
+
+TEST_CASE("a stranger saying Hello as a peer does not cut the peer's live link", "[net][peer]") {
+    asio::io_context io;
+    std::vector<uint64_t> lost;
+    Node b(io, options_for(2, 0, {{1, "127.0.0.1", free_port()}}));
+    auto a_options = options_for(1, 0, {{2, "127.0.0.1", b.transport.port()}});
+    a_options.on_link_lost = [&](uint64_t peer) { lost.push_back(peer); };
+    Node a(io, a_options);
+    REQUIRE(a.transport.send(2, raft_frame(1, 2, 0)));
+    REQUIRE(run_until(io, [&] { return b.received.size() == 1; }));
+
+    // Strangers one after another, each saying Hello as node 1 while node 1 keeps sending: the
+    // quietest connection goes each time, and that is always the stranger before.
+    uint64_t next = 1;
+    for (int stranger = 0; stranger < 3; ++stranger) {
+        RawClient impostor(io, b.transport.port());
+        impostor.start_reading();
+        impostor.write(hello_bytes(1, 2));
+        for (int i = 0; i < 5; ++i) {
+            REQUIRE(a.transport.send(2, raft_frame(1, 2, next++)));
+            run_for(io, 2ms);
+        }
+        REQUIRE(run_until(io, [&] { return !impostor.received().empty(); }));  // its HelloReply
+    }
+    REQUIRE(run_until(io, [&] { return b.received.size() == next; }));
+    CHECK(b.indexes_from(1) == iota(0, next));
+    CHECK(a.stats_of(2).connects == 1);
+    CHECK(lost.empty());
+
+    // A peer that redials (its old link dead to it, silent to us) is let in, and its quiet old
+    // connection goes once a third arrives: the slots per peer stay bounded.
+    RawClient old_link(io, b.transport.port());
+    old_link.start_reading();
+    old_link.write(hello_bytes(1, 2));
+    REQUIRE(run_until(io, [&] { return !old_link.received().empty(); }));
+    REQUIRE(a.transport.send(2, raft_frame(1, 2, next++)));  // node 1's live link stays busy
+    REQUIRE(run_until(io, [&] { return b.received.size() == next; }));
+    RawClient redial(io, b.transport.port());
+    redial.start_reading();
+    redial.write(hello_bytes(1, 2));
+    REQUIRE(run_until(io, [&] { return old_link.closed_by_server(); }));
+    CHECK_FALSE(redial.closed_by_server());
+    REQUIRE(a.transport.send(2, raft_frame(1, 2, next++)));
+    REQUIRE(run_until(io, [&] { return b.received.size() == next; }));
+    CHECK(a.stats_of(2).connects == 1);
+}
+
 TEST_CASE("a full send queue drops and counts, never blocks", "[net][peer]") {
     asio::io_context io;
     const uint16_t port_b = free_port();  // nobody listens yet
@@ -291,8 +364,8 @@ TEST_CASE("a full send queue drops and counts, never blocks", "[net][peer]") {
 
 TEST_CASE("garbage on the peer port closes only that connection", "[net][peer]") {
     asio::io_context io;
-    // Node 3 exists only for the attacker to claim: a second Hello from node 1 would be taken as
-    // node 1 reconnecting, which replaces its older connection by design.
+    // Node 3 exists only for the attacker to claim: a Hello from node 1 would be taken as node 1
+    // reconnecting, which may close node 1's quietest connection by design.
     Node b(io, options_for(2, 0, {{1, "127.0.0.1", free_port()}, {3, "127.0.0.1", free_port()}}));
     Node a(io, options_for(1, 0, {{2, "127.0.0.1", b.transport.port()}}));
     REQUIRE(a.transport.send(2, raft_frame(1, 2, 0)));

@@ -115,6 +115,17 @@ void ReplicaCluster::isolate(uint64_t id, bool isolated) {
     }
 }
 
+void ReplicaCluster::break_link(uint64_t from, uint64_t to) {
+    broken_links_.insert({from, to});
+}
+
+void ReplicaCluster::restore_link(uint64_t from, uint64_t to) {
+    broken_links_.erase({from, to});
+    if (alive(from)) {
+        replica(from).on_peer_link_lost(to);
+    }
+}
+
 void ReplicaCluster::PeerLink::set_peers(const std::vector<net::PeerAddress>& list) {
     std::set<uint64_t> next;
     for (const net::PeerAddress& a : list) {
@@ -148,7 +159,8 @@ bool ReplicaCluster::PeerLink::send(uint64_t to, const proto::PeerFrame& frame) 
     const uint64_t epoch = cluster->nodes_.at(to).epoch;
     cluster->queue_.post([c = cluster, from = from, to, epoch, frame] {
         ReplicaCluster::Node& n = c->nodes_.at(to);
-        if (n.epoch == epoch && n.replica && n.peers.peers.count(from) != 0) {
+        if (n.epoch == epoch && n.replica && n.peers.peers.count(from) != 0 &&
+            c->broken_links_.count({from, to}) == 0) {
             proto::PeerFrame copy = frame;
             n.replica->on_peer_frame(from, std::move(copy));
         }

@@ -75,6 +75,11 @@ public:
     void crash(uint64_t node);    // drop the replica (its store stays on disk)
     void restart(uint64_t node);  // a new replica on the same store
     void isolate(uint64_t node, bool isolated);
+    // The link from -> to loses every frame delivered while it is broken (TCP took them; the
+    // peer's kernel discarded them), unnoticed by `from` until restore_link reports the loss as
+    // net::PeerTransport::on_link_lost does.
+    void break_link(uint64_t from, uint64_t to);
+    void restore_link(uint64_t from, uint64_t to);
 
     Replica& replica(uint64_t node) { return *nodes_.at(node).replica; }
     bool alive(uint64_t node) const { return nodes_.at(node).replica != nullptr; }
@@ -114,6 +119,7 @@ private:
     TaskQueue queue_;
     std::map<uint64_t, Node> nodes_;
     std::set<uint64_t> isolated_;
+    std::set<std::pair<uint64_t, uint64_t>> broken_links_;  // (from, to)
     std::map<net::ConnectionId, std::map<uint64_t, proto::Response>> responses_;
     std::map<net::ConnectionId, std::vector<proto::ServerMessage>> pushes_;
     std::map<net::ConnectionId, uint64_t> conn_node_;

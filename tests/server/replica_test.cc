@@ -90,6 +90,33 @@ TEST_CASE("a write sent to a follower is forwarded, applied, and readable on eve
     CHECK(got->get().data() == "v1");
 }
 
+TEST_CASE("a write forwarded on a link that then fails is forwarded again", "[server][replica]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(follower, 1);
+    Client client;
+    open_session(c, follower, 1, client);
+
+    c.break_link(follower, leader);
+    proto::Request create = client.write();
+    create.mutable_create()->set_path("/lost-once");
+    c.send(follower, 1, create);
+    // The forward is gone with the link; without a resend the write would wait for its timeout.
+    c.run_until([] { return false; }, 200);
+    CHECK_FALSE(c.take_response(1, create.request_id()).has_value());
+    c.restore_link(follower, leader);
+    std::optional<proto::Response> created;
+    REQUIRE(c.run_until(
+        [&] {
+            created = c.take_response(1, create.request_id());
+            return created.has_value();
+        },
+        1000));  // well inside the request timeout
+    CHECK(created->code() == proto::OK);
+    CHECK(created->node().path() == "/lost-once");
+}
+
 TEST_CASE("a retried write is applied once and answered with the saved result",
           "[server][replica]") {
     ReplicaCluster c;
