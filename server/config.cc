@@ -317,6 +317,11 @@ void add_limit_fields(std::vector<Field>& out) {
         {"script-instructions-max", "script_instructions_max", "N", "Limits",
          "Lua instructions one Redis script may run before it fails (stamped into its entry)"},
         &ServerConfig::script_instructions_max, 1000, ServerConfig::kScriptInstructionsCeiling));
+    out.push_back(integer_field(
+        {"sql-rows-max", "sql_rows_max", "N", "Limits",
+         "row budget of one SQL statement: 1 per row looked at, 10 per row written (stamped "
+         "into its entry)"},
+        &ServerConfig::sql_rows_max, 1000, ServerConfig::kSqlRowsCeiling));
     out.push_back(log_level_field(
         {"log-level", "log_level", "LEVEL", "Logging", "debug, info, warn or error"}));
 }

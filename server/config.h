@@ -106,6 +106,11 @@ struct ServerConfig {
     // strings), 0.3 ms for arithmetic. 1000..1,000,000,000.
     uint64_t script_instructions_max = 100000;  // --script-instructions-max
     static constexpr uint64_t kScriptInstructionsCeiling = 1'000'000'000;
+    // The row budget of one SQL statement, stamped into its log entry like the script budget: a
+    // row looked at costs 1, a row written 10 (statemachine/sql/engine.h). 100,000 is a scan of
+    // 100,000 rows (about 11 ms, Release) or a 10,000-row INSERT (45-90 ms). 1000..10^9.
+    uint64_t sql_rows_max = 100000;  // --sql-rows-max
+    static constexpr uint64_t kSqlRowsCeiling = 1'000'000'000;
 
     // --- logging
     // ----------------------------------------------------------------------------------------

@@ -103,6 +103,9 @@ constexpr CounterInfo kCounters[] = {
     {"redis_scripts_over_budget_total",
      "Redis scripts this replica applied that stopped at their instruction budget.",
      &Metrics::redis_scripts_over_budget_total},
+    {"sql_statements_over_budget_total",
+     "SQL statements this replica ran that stopped at their row budget (--sql-rows-max).",
+     &Metrics::sql_statements_over_budget_total},
     {"redis_reads_deferred_total",
      "Turns of the event loop that left confirmed Redis reads for a later turn (16 MiB of "
      "replies a turn).",

@@ -88,6 +88,13 @@ void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& resu
         result.response.redis.text == redis::kScriptInstructionLimitError) {
         ++metrics_.redis_scripts_over_budget_total;
     }
+    if (std::holds_alternative<sm::SqlStatement>(command.op) &&
+        sql::spent_row_budget(result.response.sql)) {
+        ++metrics_.sql_statements_over_budget_total;
+    }
+    for (const sql::StatementDone& done : result.sql_done) {
+        metrics_.sql_statements_over_budget_total += sql::spent_row_budget(done.result) ? 1 : 0;
+    }
     answer_write(command, result);
     push_watch_events(result.triggers);
     for (const sm::LockGrant& grant : result.grants) {

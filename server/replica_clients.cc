@@ -280,8 +280,9 @@ void Replica::serve_batch(ReadBatch& batch) {
     }
     for (const auto& [client, statement] : batch.sql_reads) {
         if (pg_frontend_ != nullptr && pg_conns_.contains(client.conn)) {
-            pg_frontend_->on_result(client.conn, client.request_id,
-                                    sm_.sql_query(statement.first, statement.second));
+            const sql::StatementResult result = sm_.sql_query(statement.first, statement.second);
+            metrics_.sql_statements_over_budget_total += sql::spent_row_budget(result) ? 1 : 0;
+            pg_frontend_->on_result(client.conn, client.request_id, result);
         }
     }
     for (const ForwardedKeepAlive& f : batch.forwarded) {

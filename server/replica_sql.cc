@@ -54,6 +54,9 @@ void Replica::sql_statement(
         sql_error(client, proto::SHUTTING_DOWN, "");
         return;
     }
+    static_assert(ServerConfig::kSqlRowsCeiling == sql::kRowsTouchedMax);
+    // Stamped here, read or write, so that the statement stops at the same row wherever it runs.
+    request.rows_max = config_.sql_rows_max;
     // Inside a transaction block even a read goes through the log: if it fails, the block must
     // fail with it (PostgreSQL's rule), and only an entry can record that. This node applied the
     // session's every earlier statement, so the status it sees is the session's own.

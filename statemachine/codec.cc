@@ -287,6 +287,9 @@ void write_op_fields(Writer& w, const RedisCommand& o) {
 
 void write_op_fields(Writer& w, const SqlStatement& o) {
     sql::write_request(w, o.request);
+    if (o.request.rows_max != 0) {
+        sql::write_rows_max(w, o.request);  // tag kSqlBudgetedTag, see op_tag
+    }
 }
 void write_op_fields(Writer& w, const SqlCancel& o) {
     w.varint(o.session);
@@ -409,27 +412,37 @@ RedisCommand read_redis(Reader& r, bool budgeted) {
     return o;
 }
 
-SqlStatement read_sql(Reader& r) {
+SqlStatement read_sql(Reader& r, bool budgeted) {
     SqlStatement o;
-    if (!sql::read_request(r, o.request)) {
+    if (!sql::read_request(r, o.request) || (budgeted && !sql::read_rows_max(r, o.request))) {
         r.fail();
+    }
+    if (budgeted && o.request.rows_max == 0) {
+        r.fail();  // a budgeted statement carries a budget; 0 is tag 14's
     }
     return o;
 }
 
-// Tags are the indexes of the alternatives in Op; the static_asserts keep the two in step. One
-// more: a RedisCommand carrying a script budget (origin, budget, argv) has its own tag, so that
-// entries written before budgets existed (tag 13: origin, argv) still decode, with the old budget.
+// Tags are the indexes of the alternatives in Op; the static_asserts keep the two in step. Two
+// more: a RedisCommand carrying a script budget (origin, budget, argv) and a SqlStatement carrying
+// a row budget (request, budget) have their own tags, so that entries written before budgets
+// existed (tag 13: origin, argv; tag 14: request) still decode, with their old budgets.
 constexpr uint8_t kRedisBudgetedTag = 16;
+constexpr uint8_t kSqlBudgetedTag = 17;
 static_assert(kRedisBudgetedTag >= std::variant_size_v<Op>,
               "a new Op alternative would share tag 16 with the budgeted RedisCommand; tags are "
               "on disk, so give it the next free tag in op_tag and read_op");
 
 uint8_t op_tag(const Op& op) {
-    const auto* redis = std::get_if<RedisCommand>(&op);
-    return redis != nullptr && redis->script_instructions_max != 0
-               ? kRedisBudgetedTag
-               : static_cast<uint8_t>(op.index());
+    if (const auto* redis = std::get_if<RedisCommand>(&op);
+        redis != nullptr && redis->script_instructions_max != 0) {
+        return kRedisBudgetedTag;
+    }
+    if (const auto* sql = std::get_if<SqlStatement>(&op);
+        sql != nullptr && sql->request.rows_max != 0) {
+        return kSqlBudgetedTag;
+    }
+    return static_cast<uint8_t>(op.index());
 }
 
 Op read_op(Reader& r, uint8_t tag) {
@@ -466,11 +479,13 @@ Op read_op(Reader& r, uint8_t tag) {
         case 13:
             return read_redis(r, false);
         case 14:
-            return read_sql(r);
+            return read_sql(r, false);
         case 15:
             return SqlCancel{r.varint()};
         case kRedisBudgetedTag:
             return read_redis(r, true);
+        case kSqlBudgetedTag:
+            return read_sql(r, true);
         default:
             r.fail();
             return Noop{};

@@ -103,6 +103,15 @@ bool read_request(Reader& r, StatementRequest& request) {
     return r.ok();
 }
 
+void write_rows_max(Writer& w, const StatementRequest& request) {
+    w.varint(request.rows_max);
+}
+
+bool read_rows_max(Reader& r, StatementRequest& request) {
+    request.rows_max = r.varint_in(0, kRowsTouchedMax);
+    return r.ok();
+}
+
 void write_optional_value(Writer& w, const std::optional<Value>& v) {
     w.u8(v ? 1 : 0);
     if (v) {
@@ -124,7 +133,8 @@ bool read_optional_value(Reader& r, std::optional<Value>& v) {
 
 bool valid_request(const StatementRequest& request) {
     return request.text.size() <= kStatementBytesMax && request.params.size() <= kParamsMax &&
-           request.lock_timeout_ms >= 0 && request.lock_timeout_ms <= kLockWaitMsMax;
+           request.lock_timeout_ms >= 0 && request.lock_timeout_ms <= kLockWaitMsMax &&
+           request.rows_max <= kRowsTouchedMax;
 }
 
 namespace {

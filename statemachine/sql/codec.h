@@ -20,8 +20,12 @@ bool read_values(Reader& r, std::vector<Value>& values, size_t count_max);
 void write_optional_value(Writer& w, const std::optional<Value>& v);
 bool read_optional_value(Reader& r, std::optional<Value>& v);
 
+// The text, parameters and lock timeout; the row budget travels separately (write_rows_max),
+// so that requests written before budgets existed still read.
 void write_request(Writer& w, const StatementRequest& request);
 bool read_request(Reader& r, StatementRequest& request);
+void write_rows_max(Writer& w, const StatementRequest& request);
+bool read_rows_max(Reader& r, StatementRequest& request);
 // kOk-style check of a request's documented ranges (engine.h limits), for validate_command.
 bool valid_request(const StatementRequest& request);
 

@@ -148,22 +148,109 @@ bool emit_returning(Executor& x,
     return project(x, returning, &table, row, out) && add_row(x, std::move(out));
 }
 
-// Rows of `table` matching `where`, in row order; false when evaluation stopped.
+// `v` as a key of unique column `column`'s index, when `column = v` is true exactly for the row
+// holding that key: v is of the column's type, an integer of the other width, or an untyped
+// literal the column's type reads. Nullopt otherwise (the scan then decides, and words errors).
+std::optional<Value> index_key(const Value& v, const Engine::Column& column) {
+    if (v.is_null) {
+        return std::nullopt;
+    }
+    if (v.type == column.type) {
+        return v;
+    }
+    if (v.type == Type::kUnknown) {
+        return column.type == Type::kText ? Value::of_text(v.text)
+                                          : parse_text(column.type, v.text);
+    }
+    const bool integers = (v.type == Type::kInt4 || v.type == Type::kInt8) &&
+                          (column.type == Type::kInt4 || column.type == Type::kInt8);
+    if (!integers) {
+        return std::nullopt;
+    }
+    if (column.type == Type::kInt4) {
+        if (v.integer < INT32_MIN || v.integer > INT32_MAX) {
+            return std::nullopt;
+        }
+        return Value::of_int4(static_cast<int32_t>(v.integer));
+    }
+    return Value::of_int8(v.integer);
+}
+
+// A term `c = literal` or `c = $n` (either way round) among the AND terms of `where`, with c a
+// unique column: the column and the index key of the value.
+std::optional<std::pair<size_t, Value>> pinned_unique(const Engine::Table& table,
+                                                      const Expr& where,
+                                                      const std::vector<Value>& params) {
+    if (where.kind != Expr::Kind::kBinary) {
+        return std::nullopt;
+    }
+    if (where.op == BinaryOp::kAnd) {
+        auto left = pinned_unique(table, *where.args[0], params);
+        return left ? left : pinned_unique(table, *where.args[1], params);
+    }
+    if (where.op != BinaryOp::kEq) {
+        return std::nullopt;
+    }
+    for (const auto& [col, val] : {std::pair{0, 1}, std::pair{1, 0}}) {
+        const Expr& c = *where.args[col];
+        const Expr& v = *where.args[val];
+        if (c.kind != Expr::Kind::kColumn) {
+            continue;
+        }
+        const Value* value = nullptr;
+        if (v.kind == Expr::Kind::kLiteral) {
+            value = &v.literal;
+        } else if (v.kind == Expr::Kind::kParam && v.param >= 1 && v.param <= params.size()) {
+            value = &params[v.param - 1];
+        }
+        for (size_t i = 0; value != nullptr && i < table.columns.size(); ++i) {
+            if (table.columns[i].name == c.name && table.unique.contains(i)) {
+                if (std::optional<Value> key = index_key(*value, table.columns[i])) {
+                    return std::pair{i, std::move(*key)};
+                }
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+// Rows of `table` matching `where`, in row order; false when evaluation stopped. Each row looked
+// at is touched (the statement's row budget). A WHERE that pins a unique column to one value
+// looks at the one row holding it, through the index (PostgreSQL, too, evaluates WHERE on the
+// rows its plan reads, not on every row); a WHERE calling a lock function runs on every row, as
+// the function's effects are part of the result.
 bool matching_rows(Executor& x,
                    const std::string& name,
                    const Engine::Table& table,
                    const Expr* where,
                    std::vector<RowRef>& out) {
-    for (const RowRef& row : x.visible_rows(name, table)) {
-        std::optional<bool> match = x.eval_condition(where, table, row);
+    bool stopped = false;
+    const auto consider = [&](RowRef row) {
+        std::optional<bool> match =
+            x.touch_row() ? x.eval_condition(where, table, row) : std::nullopt;
         if (!match) {
+            stopped = true;
             return false;
         }
         if (*match) {
             out.push_back(row);
         }
+        return true;
+    };
+    if (where != nullptr && !calls_lock_function(*where)) {
+        if (auto pinned = pinned_unique(table, *where, x.params())) {
+            const std::optional<Engine::RowId> holder =
+                x.visible_holder(name, table, pinned->first, pinned->second);
+            if (holder) {
+                const std::optional<RowRef> row = x.visible_row(name, table, *holder);
+                RL_ASSERT_MSG(row.has_value(), "a unique index names a row that is not there");
+                consider(*row);
+            }
+            return !stopped;
+        }
     }
-    return true;
+    x.for_each_visible_row(name, table, consider);
+    return !stopped;
 }
 
 // An ORDER BY term that names an output column (SELECT v AS w ... ORDER BY w) sorts by that
@@ -460,7 +547,9 @@ bool run_insert(Executor& x, const Insert& op) {
             }
             return unique_violation(x, op.table, *table, *conflict, row);
         }
-        x.write_row(op.table, id, row);
+        if (!x.write_row(op.table, id, row)) {
+            return false;
+        }
         ++inserted;
         if (!emit_returning(x, op.returning, *table, {id, &row})) {
             return false;
@@ -534,7 +623,9 @@ bool run_update(Executor& x, const Update& op) {
         if (conflict) {
             return unique_violation(x, op.table, *table, *conflict, row);
         }
-        x.write_row(op.table, old.id, row);
+        if (!x.write_row(op.table, old.id, row)) {
+            return false;
+        }
         if (!emit_returning(x, op.returning, *table, {old.id, &row})) {
             return false;
         }
@@ -562,7 +653,9 @@ bool run_delete(Executor& x, const Delete& op) {
         }
     }
     for (const RowRef& row : rows) {
-        x.write_row(op.table, row.id, std::nullopt);
+        if (!x.write_row(op.table, row.id, std::nullopt)) {
+            return false;
+        }
     }
     x.mutable_result().tag = fmt::format("DELETE {}", rows.size());
     return true;

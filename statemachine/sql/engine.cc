@@ -30,32 +30,38 @@ TxStatus status_of(const Engine::TxState& tx) {
 
 }  // namespace
 
+bool spent_row_budget(const StatementResult& result) {
+    return result.error && result.error->sqlstate == "54000" &&
+           result.error->message.starts_with(kRowBudgetError);
+}
+
+bool calls_lock_function(const Expr& e) {
+    if (e.kind == Expr::Kind::kFunction && is_lock_function(e.name)) {
+        return true;
+    }
+    for (const ExprPtr& arg : e.args) {
+        if (arg && calls_lock_function(*arg)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool is_read_only(const Statement& statement) {
     const auto* select = std::get_if<Select>(&statement);
     if (select == nullptr || select->lock != RowLockMode::kNone) {
         return false;
     }
-    const auto calls_lock_function = [](const auto& self, const Expr& e) -> bool {
-        if (e.kind == Expr::Kind::kFunction && is_lock_function(e.name)) {
-            return true;
-        }
-        for (const ExprPtr& arg : e.args) {
-            if (arg && self(self, *arg)) {
-                return true;
-            }
-        }
-        return false;
-    };
     for (const SelectItem& item : select->items) {
-        if (calls_lock_function(calls_lock_function, *item.expr)) {
+        if (calls_lock_function(*item.expr)) {
             return false;
         }
     }
-    if (select->where && calls_lock_function(calls_lock_function, *select->where)) {
+    if (select->where && calls_lock_function(*select->where)) {
         return false;
     }
     for (const OrderTerm& term : select->order_by) {
-        if (calls_lock_function(calls_lock_function, *term.expr)) {
+        if (calls_lock_function(*term.expr)) {
             return false;
         }
     }

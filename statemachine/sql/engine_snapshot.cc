@@ -1,7 +1,8 @@
 // The SQL engine's part of the state machine snapshot, and its invariants (engine.h).
 //
-// Format (version 1): next_row_id; tables (name, columns, rows); sessions with an open
+// Format (version 2): next_row_id; tables (name, columns, rows); sessions with an open
 // transaction block or a waiting statement (transaction, write set, wait); the lock table.
+// Version 1, without the waiting statement's row budget, still reads (the budget is then none).
 // Unique indexes are derived: rebuilt on read, which refuses a snapshot whose rows break them.
 
 #include <fmt/format.h>
@@ -15,7 +16,8 @@ namespace raftlock::statemachine::sql {
 
 namespace {
 
-constexpr uint8_t kFormatVersion = 1;
+constexpr uint8_t kFormatVersion = 2;
+constexpr uint8_t kFormatVersionWithoutRowBudget = 1;
 constexpr uint8_t kTypeMax = static_cast<uint8_t>(Type::kTimestamptz);
 
 void write_column(Writer& w, const Engine::Column& c) {
@@ -95,6 +97,7 @@ void Engine::write(Writer& w) const {
             write_optional_value(w, wait.granted_value);
             w.u8(wait.function_wait ? 1 : 0);
             w.svarint(wait.deadline_ms);
+            write_rows_max(w, wait.request);
         }
     }
     locks_.write(w);
@@ -102,7 +105,8 @@ void Engine::write(Writer& w) const {
 
 bool Engine::read(Reader& r) {
     RL_ASSERT(tables_.empty() && sessions_.empty());
-    if (r.u8() != kFormatVersion) {
+    const uint8_t version = r.u8();
+    if (version != kFormatVersion && version != kFormatVersionWithoutRowBudget) {
         return false;
     }
     next_row_id_ = r.varint();
@@ -114,7 +118,7 @@ bool Engine::read(Reader& r) {
     }
     const size_t session_count = r.varint_in(0, SIZE_MAX);
     for (size_t s = 0; r.ok() && s < session_count; ++s) {
-        if (!read_session(r)) {
+        if (!read_session(r, version)) {
             return false;
         }
     }
@@ -152,7 +156,7 @@ bool Engine::read_table(Reader& r) {
     return r.ok() && tables_.emplace(std::move(name), std::move(table)).second;
 }
 
-bool Engine::read_session(Reader& r) {
+bool Engine::read_session(Reader& r, uint8_t version) {
     const SessionId id = r.varint_in(1, UINT64_MAX);
     Session session;
     const uint64_t flags = r.varint_in(0, 3);
@@ -192,6 +196,9 @@ bool Engine::read_session(Reader& r) {
         }
         wait.function_wait = r.boolean();
         wait.deadline_ms = r.svarint();
+        if (version != kFormatVersionWithoutRowBudget && !read_rows_max(r, wait.request)) {
+            return false;
+        }
         session.wait = std::move(wait);
     }
     return r.ok() && sessions_.emplace(id, std::move(session)).second;

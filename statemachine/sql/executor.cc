@@ -3,6 +3,8 @@
 
 #include "statemachine/sql/executor.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "raft/assert.h"
@@ -130,42 +132,94 @@ const Engine::Table* Executor::find_table(const std::string& name, uint32_t pos)
     return &found->second;
 }
 
-std::vector<RowRef> Executor::visible_rows(const std::string& name,
-                                           const Engine::Table& table) const {
-    // Later layers win: committed rows, then the transaction's writes, then this statement's.
-    std::map<Engine::RowId, const Engine::Row*> merged;
-    for (const auto& [id, row] : table.rows) {
-        merged.emplace(id, &row);
-    }
-    for (const Engine::WriteLayer* layer : {&state_.tx.writes, &pending_}) {
-        auto writes = layer->rows().find(name);
-        if (writes == layer->rows().end()) {
-            continue;
+void Executor::for_each_visible_row(const std::string& name,
+                                    const Engine::Table& table,
+                                    const std::function<bool(RowRef)>& visit) const {
+    // A merge by row id of three ordered layers; for an id in several, the later layer wins:
+    // committed rows, then the transaction's writes, then this statement's.
+    using Images = std::map<Engine::RowId, std::optional<Engine::Row>>;
+    static const Images kNone;
+    const auto layer = [&name](const Engine::WriteLayer& l) -> const Images& {
+        auto found = l.rows().find(name);
+        return found == l.rows().end() ? kNone : found->second;
+    };
+    const Images& tx = layer(state_.tx.writes);
+    const Images& statement = layer(pending_);
+    auto c = table.rows.begin();
+    auto t = tx.begin();
+    auto s = statement.begin();
+    constexpr Engine::RowId kEnd = UINT64_MAX;
+    for (;;) {
+        const Engine::RowId id =
+            std::min({c != table.rows.end() ? c->first : kEnd, t != tx.end() ? t->first : kEnd,
+                      s != statement.end() ? s->first : kEnd});
+        if (id == kEnd) {
+            return;
         }
-        for (const auto& [id, row] : writes->second) {
-            if (row) {
-                merged.insert_or_assign(id, &*row);
-            } else {
-                merged.erase(id);
+        const Engine::Row* row = nullptr;
+        if (c != table.rows.end() && c->first == id) {
+            row = &c->second;
+            ++c;
+        }
+        for (auto* it : {&t, &s}) {
+            const Images& images = it == &t ? tx : statement;
+            if (*it != images.end() && (*it)->first == id) {
+                row = (*it)->second ? &*(*it)->second : nullptr;
+                ++*it;
             }
         }
+        if (row != nullptr && !visit({id, row})) {
+            return;
+        }
     }
-    std::vector<RowRef> rows;
-    rows.reserve(merged.size());
-    for (const auto& [id, row] : merged) {
-        rows.push_back({id, row});
-    }
-    return rows;
 }
 
-void Executor::write_row(const std::string& table,
+std::optional<RowRef> Executor::visible_row(const std::string& name,
+                                            const Engine::Table& table,
+                                            Engine::RowId id) const {
+    for (const Engine::WriteLayer* layer : {&pending_, &state_.tx.writes}) {
+        auto images = layer->rows().find(name);
+        if (images == layer->rows().end()) {
+            continue;
+        }
+        if (auto image = images->second.find(id); image != images->second.end()) {
+            if (!image->second) {
+                return std::nullopt;  // deleted
+            }
+            return RowRef{id, &*image->second};
+        }
+    }
+    auto committed = table.rows.find(id);
+    if (committed == table.rows.end()) {
+        return std::nullopt;
+    }
+    return RowRef{id, &committed->second};
+}
+
+bool Executor::touch_row(uint64_t cost) {
+    RL_ASSERT(cost == kRowLookCost || cost == kRowWriteCost);
+    row_budget_spent_ += cost;
+    if (request_.rows_max == 0 || row_budget_spent_ <= request_.rows_max) {
+        return true;
+    }
+    return fail("54000", fmt::format("{} {}", kRowBudgetError, request_.rows_max), 0,
+                fmt::format("A row the statement looks at costs {}, a row it writes {}. Split the "
+                            "statement, or raise the servers' --sql-rows-max.",
+                            kRowLookCost, kRowWriteCost));
+}
+
+bool Executor::write_row(const std::string& table,
                          Engine::RowId id,
                          std::optional<Engine::Row> row) {
+    if (!touch_row(kRowWriteCost)) {
+        return false;
+    }
     const auto schema = view_.tables_.find(table);
     // A table created by this statement has no schema in the view yet, and no index.
     pending_.put(table, schema == view_.tables_.end() ? nullptr : &schema->second, id,
                  std::move(row));
     ++pending_count_;
+    return true;
 }
 
 Engine::RowId Executor::allocate_row_id() {

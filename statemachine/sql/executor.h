@@ -9,6 +9,7 @@
 // and returns nullopt/false; every caller returns at once, so nothing after the stopping point
 // runs. The engine then discards the statement's pending writes.
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -93,10 +94,24 @@ public:
     void set_function_wait(Value granted, std::optional<Value> on_timeout);
 
     const Engine::Table* find_table(const std::string& name, uint32_t pos);
-    // The rows of `table` as this session sees them: committed rows overlaid with the
-    // transaction's and this statement's writes, in row-id order.
-    std::vector<RowRef> visible_rows(const std::string& name, const Engine::Table& table) const;
-    void write_row(const std::string& table, Engine::RowId id, std::optional<Engine::Row> row);
+    // Calls `visit` with each row of `table` as this session sees it (committed rows overlaid
+    // with the transaction's and this statement's writes), in row-id order, until it returns
+    // false. Streams: the cost is that of the rows visited.
+    void for_each_visible_row(const std::string& name,
+                              const Engine::Table& table,
+                              const std::function<bool(RowRef)>& visit) const;
+    // Row `id` as this session sees it; nullopt when it does not exist or was deleted.
+    std::optional<RowRef> visible_row(const std::string& name,
+                                      const Engine::Table& table,
+                                      Engine::RowId id) const;
+    // Charges `cost` (kRowLookCost, kRowWriteCost) to the statement's row budget
+    // (request.rows_max): false, with 54000, once the budget is spent.
+    [[nodiscard]] bool touch_row(uint64_t cost = kRowLookCost);
+    // Writes the row into the statement's pending writes (touch_row(kRowWriteCost)): false when
+    // the budget stopped the statement.
+    [[nodiscard]] bool write_row(const std::string& table,
+                                 Engine::RowId id,
+                                 std::optional<Engine::Row> row);
     // Checks `row`'s unique values before it is written as row `self` (`before`: its previous
     // image, for an update): true with *conflict_column set when another visible row has one of
     // them (SQLSTATE 23505 or ON CONFLICT DO NOTHING for the caller); false when the statement
@@ -116,6 +131,7 @@ public:
     SessionId session() const { return session_; }
     StatementResult& mutable_result() { return result_; }
     bool read_only() const { return engine_ == nullptr; }
+    const std::vector<Value>& params() const { return request_.params; }
     Engine* engine() { return engine_; }
 
 private:
@@ -145,6 +161,7 @@ private:
     std::optional<SqlError> error_;
     Engine::WriteLayer pending_;
     size_t pending_count_ = 0;
+    uint64_t row_budget_spent_ = 0;
     Engine::Wait wait_;
     bool waiting_ = false;
     LockEvents lock_events_;
@@ -166,6 +183,8 @@ bool run_drop_table(Executor& x, const DropTable& op);
 // True for the functions that take, release or inspect locks (pg_advisory_*, get_lock, ...):
 // a statement that calls one is not read-only.
 bool is_lock_function(std::string_view name);
+// True when `e` calls a lock function anywhere in it.
+bool calls_lock_function(const Expr& e);
 // Lock functions and the others the SQL mode has (now(), version(), count(*), ...).
 bool is_known_function(std::string_view name);
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include "tests/hostile/pg_raw.h"
 #include "tests/hostile/probes.h"
@@ -84,6 +85,56 @@ TEST_CASE("streaming 10,000-row INSERTs into a keyed table in a transaction stal
     }
     WARN(keyed_inserts << " keyed INSERTs after 80,000 rows; slowest write " << probe.slowest_ms()
                        << " ms");
+}
+
+// The row budget, end to end: the node that takes a statement stamps --sql-rows-max into it, every
+// replica stops it at the same row with 54000 and counts it, a read served off the log obeys the
+// same budget, and a statement that pins a unique column reads one row whatever the table's size.
+TEST_CASE("a statement past its row budget fails on every replica; a keyed one does not",
+          "[hostile][sql_statement]") {
+    ProcessCluster c(3, {"--pg-listen", "{pg}", "--sql-rows-max", "1000"});
+    const uint64_t leader = c.wait_for_leader();
+    REQUIRE(leader != 0);
+    const uint64_t follower = leader % 3 + 1;
+    const int deadline_ms = 10000 * RAFTLOCK_HOSTILE_SLOWDOWN;
+    RawPg client(c.ports(follower).pg, deadline_ms);  // through a follower: forwarded
+    REQUIRE(client.query("CREATE TABLE t (k text UNIQUE, v text)", deadline_ms) ==
+            std::optional<std::string>("CREATE TABLE"));
+    // 1,200 rows, 50 a statement (a written row costs 10: 500 of the 1,000).
+    for (int n = 0; n < 24; ++n) {
+        std::string insert = "INSERT INTO t (k, v) VALUES ";
+        for (int i = 0; i < 50; ++i) {
+            insert += (i == 0 ? "('k" : ", ('k") + std::to_string(n * 50 + i) + "', 'v')";
+        }
+        REQUIRE(client.query(insert, deadline_ms) == std::optional<std::string>("INSERT 0 50"));
+    }
+    const std::string spent = "ERROR 54000 statement exceeds the row budget of 1000";
+    CHECK(client.query("UPDATE t SET v = 'w' WHERE v = 'v'", deadline_ms) ==
+          std::optional<std::string>(spent));
+    CHECK(client.query("UPDATE t SET v = 'w' WHERE k = 'k1105'", deadline_ms) ==
+          std::optional<std::string>("UPDATE 1"));
+    // A read outside a transaction is served by this node, off the log.
+    CHECK(client.query("SELECT count(*) FROM t", deadline_ms) == std::optional<std::string>(spent));
+    CHECK(client.query("SELECT v FROM t WHERE k = 'k1105'", deadline_ms) ==
+          std::optional<std::string>("SELECT 1"));
+    const std::string series = "raftlock_sql_statements_over_budget_total";
+    // Every replica applied the UPDATE and stopped it; the follower also served the read.
+    const auto all_applied = [&] {
+        for (uint64_t id : c.ids()) {
+            if (metric(c, id, series) < 1) {
+                return false;
+            }
+        }
+        return true;
+    };
+    for (const auto end = Clock::now() + std::chrono::seconds(5);
+         Clock::now() < end && !all_applied();) {
+        ::usleep(50 * 1000);
+    }
+    for (uint64_t id : c.ids()) {
+        INFO("node " << id);
+        CHECK(metric(c, id, series) == (id == follower ? 2 : 1));
+    }
 }
 
 }  // namespace

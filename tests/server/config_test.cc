@@ -556,6 +556,7 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
          "max_pending_requests, "
          "max_watches, max_connections, max_connections_per_address, "
          "client_output_buffer_bytes_max, client_message_deadline_ms, script_instructions_max, "
+         "sql_rows_max, "
          "log_level"},
         {"client_listen = 7101\n",
          "client_listen = 7101 in {}: expected a string: client_listen = \"...\""},

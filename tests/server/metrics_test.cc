@@ -272,7 +272,7 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
     std::map<std::string, std::string> types = e.types;
     std::map<std::string, std::string> values = e.values;
     CHECK(std::is_sorted(names.begin(), names.end()));
-    CHECK(names.size() == 16 + 1 + 4 + 4);
+    CHECK(names.size() == 17 + 1 + 4 + 4);
     for (const char* counter :
          {"raftlock_proposals_total", "raftlock_proposals_dropped_total",
           "raftlock_forwarded_writes_total", "raftlock_forwards_resent_total",

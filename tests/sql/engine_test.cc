@@ -35,8 +35,8 @@ public:
                                        std::vector<Value> params = {},
                                        TimeMs lock_timeout_ms = 0) {
         const uint64_t ticket = ++tickets_[s];
-        std::optional<StatementResult> r =
-            engine.execute(s, ticket, {text, std::move(params), lock_timeout_ms}, now_ms, events);
+        std::optional<StatementResult> r = engine.execute(
+            s, ticket, {text, std::move(params), lock_timeout_ms, rows_max}, now_ms, events);
         check();
         return r;
     }
@@ -94,6 +94,7 @@ public:
     TimeMs now_ms = 1'000'000;
     EngineEvents events;
     std::string last_tag;
+    uint64_t rows_max = 0;  // the row budget of the statements run()
 
 private:
     std::map<SessionId, uint64_t> tickets_;
@@ -387,6 +388,119 @@ TEST_CASE("a snapshot round-trips tables, open transactions, waits and locks",
         Reader tr(std::string_view(bytes).substr(0, cut));
         CHECK_FALSE((truncated.read(tr) && tr.at_end()));
     }
+}
+
+// k, name and v for n rows: k = i, name = 'n<i>', v = i % 10.
+void fill(Harness& h, int n) {
+    h.ok(1, "CREATE TABLE t (k int PRIMARY KEY, name text UNIQUE, v int)");
+    std::string insert = "INSERT INTO t VALUES ";
+    for (int i = 0; i < n; ++i) {
+        insert += fmt::format("{}({}, 'n{}', {})", i == 0 ? "" : ",", i, i, i % 10);
+    }
+    h.ok(1, insert);
+}
+
+TEST_CASE("a statement that spends its row budget fails with 54000 and changes nothing",
+          "[sql][engine][budget]") {
+    Harness h;
+    fill(h, 3000);
+    h.rows_max = 2999;  // a scan looks at 3000 rows
+    CHECK(h.fails(1, "UPDATE t SET v = 0 WHERE v = 5") ==
+          "54000 statement exceeds the row budget of 2999");
+    CHECK(h.fails(1, "SELECT count(*) FROM t") == "54000 statement exceeds the row budget of 2999");
+    h.rows_max = 3000;
+    CHECK(h.ok(1, "SELECT count(*) FROM t") == "3000");
+    // A written row costs 10: 3000 looked at and 300 written.
+    CHECK(h.fails(1, "UPDATE t SET v = 0 WHERE v = 5") ==
+          "54000 statement exceeds the row budget of 3000");
+    h.rows_max = 6000;
+    CHECK(h.ok(1, "UPDATE t SET v = 0 WHERE v = 5 RETURNING k").size() > 0);
+    h.rows_max = 1999;
+    std::string insert = "INSERT INTO t VALUES ";
+    for (int i = 0; i < 200; ++i) {
+        insert += fmt::format("{}({}, 'x{}', 1)", i == 0 ? "" : ",", 10000 + i, i);
+    }
+    CHECK(h.fails(1, insert) == "54000 statement exceeds the row budget of 1999");
+    h.rows_max = 0;
+    CHECK(h.ok(1, "SELECT count(*) FROM t") == "3000");  // the failed INSERT left nothing
+    h.rows_max = 2000;
+    h.ok(1, insert);
+    CHECK(h.last_tag == "INSERT 0 200");
+}
+
+TEST_CASE("WHERE on a unique column reads one row through the index, as a scan would find",
+          "[sql][engine][index]") {
+    Harness h;
+    fill(h, 3000);
+    h.rows_max = 1000;  // a scan of 3000 rows cannot run: every statement below uses the index
+    CHECK(h.ok(1, "SELECT v FROM t WHERE k = 2503") == "3");
+    CHECK(h.ok(1, "SELECT v FROM t WHERE 2503 = k") == "3");
+    CHECK(h.ok(1, "SELECT k FROM t WHERE name = 'n2503'") == "2503");
+    CHECK(h.ok(1, "SELECT k FROM t WHERE k = '2503'") == "2503");  // an untyped literal
+    CHECK(h.ok(1, "SELECT k FROM t WHERE k = $1", {Value::of_unknown("2503")}) == "2503");
+    CHECK(h.ok(1, "SELECT k FROM t WHERE k = $1", {Value::of_int8(2503)}) == "2503");
+    CHECK(h.ok(1, "SELECT k FROM t WHERE k = 2503 AND v = 4").empty());
+    CHECK(h.ok(1, "SELECT k FROM t WHERE v = 3 AND k = 2503") == "2503");
+    CHECK(h.ok(1, "SELECT k FROM t WHERE k = 99999").empty());
+    CHECK(h.ok(1, "SELECT k FROM t WHERE k = 2503 FOR UPDATE") == "2503");
+    h.ok(1, "UPDATE t SET v = 42 WHERE k = 2503");
+    CHECK(h.last_tag == "UPDATE 1");
+    // The transaction's own writes: a moved key, a deleted row, a row inserted again.
+    h.ok(2, "BEGIN");
+    h.ok(2, "UPDATE t SET k = 100000 WHERE k = 17");
+    CHECK(h.ok(2, "SELECT name FROM t WHERE k = 17").empty());
+    CHECK(h.ok(2, "SELECT name FROM t WHERE k = 100000") == "n17");
+    CHECK(h.ok(1, "SELECT name FROM t WHERE k = 17 AND v = 7") == "n17");  // not committed
+    h.ok(2, "DELETE FROM t WHERE name = 'n17'");
+    CHECK(h.last_tag == "DELETE 1");
+    CHECK(h.ok(2, "SELECT k FROM t WHERE k = 100000").empty());
+    h.ok(2, "INSERT INTO t VALUES (17, 'again', 0)");
+    CHECK(h.ok(2, "SELECT name FROM t WHERE k = 17") == "again");
+    h.ok(2, "COMMIT");
+    CHECK(h.ok(1, "SELECT name FROM t WHERE k = 17") == "again");
+    CHECK(h.ok(1, "SELECT name FROM t WHERE k = 100000").empty());
+
+    // Whatever the state, the index answers what a scan answers: `k + 0 = x` defeats the index.
+    h.rows_max = 0;
+    for (const std::string x : {"0", "17", "100000", "2503", "2999", "3000", "-1"}) {
+        INFO(x);
+        CHECK(h.ok(1, "SELECT k, name, v FROM t WHERE k = " + x) ==
+              h.ok(1, "SELECT k, name, v FROM t WHERE k + 0 = " + x));
+        CHECK(h.ok(1, "SELECT k, name, v FROM t WHERE name = 'n" + x + "'") ==
+              h.ok(1, "SELECT k, name, v FROM t WHERE name = 'n" + x + "' AND v + 0 = v"));
+    }
+}
+
+TEST_CASE("a waiting statement keeps its row budget through a snapshot; an older snapshot reads",
+          "[sql][engine][snapshot][budget]") {
+    Harness h;
+    h.ok(1, "CREATE TABLE t (k int PRIMARY KEY)");
+    std::string no_waits;
+    Writer w0(&no_waits);
+    h.engine.write(w0);
+    h.ok(1, "SELECT pg_advisory_lock(5)");
+    h.rows_max = 777;
+    h.waits(2, "SELECT pg_advisory_lock(5)");
+    std::string bytes;
+    Writer w(&bytes);
+    h.engine.write(w);
+    Engine copy;
+    Reader r(bytes);
+    REQUIRE(copy.read(r));
+    std::string again;
+    Writer w2(&again);
+    copy.write(w2);
+    CHECK(again == bytes);  // the budget was read back, or it would be written as none
+    // Version 1 (before budgets) had no budget field; without waits the bodies are the same.
+    REQUIRE(static_cast<uint8_t>(no_waits[0]) == 2);
+    no_waits[0] = 1;
+    Engine old;
+    Reader ro(no_waits);
+    CHECK(old.read(ro));
+    no_waits[0] = 3;
+    Engine future;
+    Reader rf(no_waits);
+    CHECK_FALSE(future.read(rf));
 }
 
 TEST_CASE("a read-only query that fails reports its error and changes nothing",

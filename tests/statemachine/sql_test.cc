@@ -117,5 +117,60 @@ TEST_CASE("a malformed SqlStatement is refused by the codec", "[statemachine][sq
     CHECK_FALSE(encode_command(c).ok());
 }
 
+TEST_CASE("a statement's row budget travels in its entry; older entries carry none",
+          "[statemachine][sql][codec]") {
+    Command c;
+    c.client_id = 3;
+    c.seq = 1;
+    c.op = sql("SELECT 1");
+    const std::string unbudgeted = encode_command(c).value();
+    std::get<SqlStatement>(c.op).request.rows_max = 12345;
+    const std::string budgeted = encode_command(c).value();
+    // The same entry with the budget appended and its own tag (17; 14 is the entry without).
+    REQUIRE(budgeted.size() == unbudgeted.size() + 2);
+    const size_t tag_at = unbudgeted.find("SELECT 1") - 2;  // tag, then the text's length
+    CHECK(static_cast<uint8_t>(unbudgeted[tag_at]) == 14);
+    CHECK(static_cast<uint8_t>(budgeted[tag_at]) == 17);
+    Result<Command, ErrorCode> back = decode_command(budgeted);
+    REQUIRE(back.ok());
+    CHECK(back.value() == c);
+    Result<Command, ErrorCode> old = decode_command(unbudgeted);
+    REQUIRE(old.ok());
+    CHECK(std::get<SqlStatement>(old.value().op).request.rows_max == 0);
+    // Tag 17 with a budget of 0 is not a form any encoder writes.
+    std::string zero = unbudgeted;
+    zero[tag_at] = 17;
+    zero.push_back(0);
+    CHECK_FALSE(decode_command(zero).ok());
+    std::get<SqlStatement>(c.op).request.rows_max = sql::kRowsTouchedMax + 1;
+    CHECK_FALSE(encode_command(c).ok());
+}
+
+TEST_CASE("a statement stops at the same row on every replica and in every replay",
+          "[statemachine][sql]") {
+    const auto run_on_a_replica = [] {
+        Harness h;
+        const SessionId a = h.open();
+        h.run(a, sql("CREATE TABLE t (k int PRIMARY KEY, v int)"));
+        std::string insert = "INSERT INTO t VALUES ";
+        for (int i = 0; i < 2000; ++i) {
+            insert += (i == 0 ? "(" : ",(") + std::to_string(i) + "," + std::to_string(i % 7) + ")";
+        }
+        h.run(a, sql(insert));
+        SqlStatement update = sql("UPDATE t SET v = v + 1 WHERE v = 3");
+        update.request.rows_max = 1500;  // 2000 rows to look at: stops at the 1501st
+        return std::pair{h.run(a, update), h.run(a, sql("SELECT count(*) FROM t WHERE v = 4"))};
+    };
+    const auto [first, first_after] = run_on_a_replica();
+    const auto [second, second_after] = run_on_a_replica();
+    REQUIRE(first.response.sql.error.has_value());
+    CHECK(first.response.sql.error->sqlstate == "54000");
+    CHECK(sql::spent_row_budget(first.response.sql));
+    CHECK(first.response.sql == second.response.sql);
+    // Nothing of the stopped statement stays.
+    CHECK(first_after.response.sql.rows == second_after.response.sql.rows);
+    CHECK(sql::to_text(first_after.response.sql.rows.at(0).at(0)) == "286");
+}
+
 }  // namespace
 }  // namespace raftlock::statemachine::testing
