@@ -243,7 +243,8 @@ void write_op_fields(Writer& w, const Check& o) {
 void write_op_fields(Writer& w, const Multi& o) {
     w.varint(o.ops.size());
     for (const MultiOp& sub : o.ops) {
-        w.u8(static_cast<uint8_t>(sub.index()));
+        w.u8(static_cast<uint8_t>(std::visit(
+            [](const auto& s) { return multi_op_tag<std::decay_t<decltype(s)>>(); }, sub)));
         std::visit([&w](const auto& s) { write_op_fields(w, s); }, sub);
     }
 }
@@ -276,9 +277,7 @@ void write_op_fields(Writer& w, const AcquireMany& o) {
 }
 void write_op_fields(Writer& w, const RedisCommand& o) {
     w.varint(o.origin);
-    if (o.script_instructions_max != 0) {
-        w.varint(o.script_instructions_max);  // tag kRedisBudgetedTag, see op_tag
-    }
+    w.varint(o.script_instructions_max);  // 0: unstamped (only entries decoded from version 1)
     w.varint(o.argv.size());
     for (const std::string& arg : o.argv) {
         w.bytes(arg);
@@ -287,9 +286,7 @@ void write_op_fields(Writer& w, const RedisCommand& o) {
 
 void write_op_fields(Writer& w, const SqlStatement& o) {
     sql::write_request(w, o.request);
-    if (o.request.rows_max != 0) {
-        sql::write_rows_max(w, o.request);  // tag kSqlBudgetedTag, see op_tag
-    }
+    sql::write_rows_max(w, o.request);  // 0: no budget (only entries decoded from version 1)
 }
 void write_op_fields(Writer& w, const SqlCancel& o) {
     w.varint(o.session);
@@ -330,15 +327,17 @@ Check read_check(Reader& r) {
     return o;
 }
 
-MultiOp read_multi_op(Reader& r) {
-    switch (r.u8()) {
-        case 0:
+MultiOp read_multi_op(Reader& r, uint8_t version) {
+    const uint8_t tag = r.u8();
+    // Version 1 tagged a sub-op with its index in MultiOp, one less than its tag now.
+    switch (version == kCommandFormatVersionV1 ? tag + 1 : tag) {
+        case static_cast<uint8_t>(MultiOpTag::kCreate):
             return read_create(r);
-        case 1:
+        case static_cast<uint8_t>(MultiOpTag::kDelete):
             return read_delete(r);
-        case 2:
+        case static_cast<uint8_t>(MultiOpTag::kSetData):
             return read_set_data(r);
-        case 3:
+        case static_cast<uint8_t>(MultiOpTag::kCheck):
             return read_check(r);
         default:
             r.fail();
@@ -346,13 +345,13 @@ MultiOp read_multi_op(Reader& r) {
     }
 }
 
-Multi read_multi(Reader& r) {
+Multi read_multi(Reader& r, uint8_t version) {
     Multi o;
     uint64_t n = r.varint_in(1, kMultiOpsMax);
     // Each sub-op takes at least two bytes, so a hostile count cannot make us loop or allocate for
     // long before the reader runs dry.
     for (uint64_t i = 0; i < n && r.ok(); i++) {
-        o.ops.push_back(read_multi_op(r));
+        o.ops.push_back(read_multi_op(r, version));
     }
     return o;
 }
@@ -398,12 +397,27 @@ AcquireMany read_acquire_many(Reader& r) {
     return o;
 }
 
-RedisCommand read_redis(Reader& r, bool budgeted) {
+// How an entry carries a budget (a script's instructions, a statement's rows): not at all
+// (version 1, tags 13 and 14), as a positive number (version 1, tags 16 and 17), or always, 0
+// meaning none (version 2).
+enum class BudgetField : uint8_t { kAbsent, kPositive, kPresent };
+
+uint64_t read_budget(Reader& r, BudgetField field, uint64_t max) {
+    switch (field) {
+        case BudgetField::kAbsent:
+            return 0;
+        case BudgetField::kPositive:
+            return r.varint_in(1, max);
+        case BudgetField::kPresent:
+            return r.varint_in(0, max);
+    }
+    RL_PANIC("not a budget field");
+}
+
+RedisCommand read_redis(Reader& r, BudgetField budget) {
     RedisCommand o;
     o.origin = r.varint();
-    if (budgeted) {
-        o.script_instructions_max = r.varint_in(1, kScriptInstructionsMax);
-    }
+    o.script_instructions_max = read_budget(r, budget, kScriptInstructionsMax);
     const uint64_t n = r.varint_in(1, kRedisArgsMax);
     // Each argument takes at least its length byte: a hostile count runs the reader dry first.
     for (uint64_t i = 0; i < n && r.ok(); i++) {
@@ -412,43 +426,18 @@ RedisCommand read_redis(Reader& r, bool budgeted) {
     return o;
 }
 
-SqlStatement read_sql(Reader& r, bool budgeted) {
+SqlStatement read_sql(Reader& r, BudgetField budget) {
     SqlStatement o;
-    if (!sql::read_request(r, o.request) || (budgeted && !sql::read_rows_max(r, o.request))) {
+    if (!sql::read_request(r, o.request)) {
         r.fail();
     }
-    if (budgeted && o.request.rows_max == 0) {
-        r.fail();  // a budgeted statement carries a budget; 0 is tag 14's
-    }
+    o.request.rows_max = read_budget(r, budget, sql::kRowsTouchedMax);
     return o;
 }
 
-// Tags are the indexes of the alternatives in Op; the static_asserts keep the two in step. Two
-// more: a RedisCommand carrying a script budget (origin, budget, argv) and a SqlStatement carrying
-// a row budget (request, budget) have their own tags, so that entries written before budgets
-// existed (tag 13: origin, argv; tag 14: request) still decode, with their old budgets.
-constexpr uint8_t kRedisBudgetedTag = 16;
-constexpr uint8_t kSqlBudgetedTag = 17;
-static_assert(kRedisBudgetedTag >= std::variant_size_v<Op>,
-              "a new Op alternative would share tag 16 with the budgeted RedisCommand; tags are "
-              "on disk, so give it the next free tag in op_tag and read_op");
-
-uint8_t op_tag(const Op& op) {
-    if (const auto* redis = std::get_if<RedisCommand>(&op);
-        redis != nullptr && redis->script_instructions_max != 0) {
-        return kRedisBudgetedTag;
-    }
-    if (const auto* sql = std::get_if<SqlStatement>(&op);
-        sql != nullptr && sql->request.rows_max != 0) {
-        return kSqlBudgetedTag;
-    }
-    return static_cast<uint8_t>(op.index());
-}
-
-Op read_op(Reader& r, uint8_t tag) {
-    static_assert(std::variant_size_v<Op> == 16);
-    static_assert(std::is_same_v<std::variant_alternative_t<13, Op>, RedisCommand>);
-    static_assert(std::is_same_v<std::variant_alternative_t<15, Op>, SqlCancel>);
+// Version 1 tagged an op with its index in Op, and used 16 and 17 for a RedisCommand and a
+// SqlStatement carrying a budget. Read only: entries written before version 2 stay on disk.
+Op read_op_v1(Reader& r, uint8_t tag) {
     switch (tag) {
         case 0:
             return OpenSession{r.svarint_in(1, kOpenTimeoutMsMax)};
@@ -467,7 +456,7 @@ Op read_op(Reader& r, uint8_t tag) {
         case 7:
             return read_set_data(r);
         case 8:
-            return read_multi(r);
+            return read_multi(r, kCommandFormatVersionV1);
         case 9:
             return read_acquire(r);
         case 10:
@@ -477,19 +466,58 @@ Op read_op(Reader& r, uint8_t tag) {
         case 12:
             return read_acquire_many(r);
         case 13:
-            return read_redis(r, false);
+            return read_redis(r, BudgetField::kAbsent);
         case 14:
-            return read_sql(r, false);
+            return read_sql(r, BudgetField::kAbsent);
         case 15:
             return SqlCancel{r.varint()};
-        case kRedisBudgetedTag:
-            return read_redis(r, true);
-        case kSqlBudgetedTag:
-            return read_sql(r, true);
+        case 16:
+            return read_redis(r, BudgetField::kPositive);
+        case 17:
+            return read_sql(r, BudgetField::kPositive);
         default:
             r.fail();
             return Noop{};
     }
+}
+
+Op read_op(Reader& r, uint8_t tag) {
+    switch (static_cast<OpTag>(tag)) {
+        case OpTag::kOpenSession:
+            return OpenSession{r.svarint_in(1, kOpenTimeoutMsMax)};
+        case OpTag::kKeepAlive:
+            return KeepAlive{};
+        case OpTag::kCloseSession:
+            return CloseSession{};
+        case OpTag::kExpireSession:
+            return ExpireSession{r.varint()};
+        case OpTag::kNoop:
+            return Noop{};
+        case OpTag::kCreate:
+            return read_create(r);
+        case OpTag::kDelete:
+            return read_delete(r);
+        case OpTag::kSetData:
+            return read_set_data(r);
+        case OpTag::kMulti:
+            return read_multi(r, kCommandFormatVersion);
+        case OpTag::kAcquire:
+            return read_acquire(r);
+        case OpTag::kRelease:
+            return read_release(r);
+        case OpTag::kCancel:
+            return read_cancel(r);
+        case OpTag::kAcquireMany:
+            return read_acquire_many(r);
+        case OpTag::kRedisCommand:
+            return read_redis(r, BudgetField::kPresent);
+        case OpTag::kSqlStatement:
+            return read_sql(r, BudgetField::kPresent);
+        case OpTag::kSqlCancel:
+            return SqlCancel{r.varint()};
+    }
+    r.fail();  // not a tag of this version
+    return Noop{};
 }
 
 }  // namespace
@@ -510,14 +538,16 @@ Result<std::string, ErrorCode> encode_command(const Command& c) {
         w.bytes(c.fence->lock);
         w.varint(c.fence->token);
     }
-    w.u8(op_tag(c.op));
+    w.u8(static_cast<uint8_t>(
+        std::visit([](const auto& o) { return op_tag<std::decay_t<decltype(o)>>(); }, c.op)));
     std::visit([&w](const auto& o) { write_op_fields(w, o); }, c.op);
     return out;
 }
 
 Result<Command, ErrorCode> decode_command(std::string_view bytes) {
     Reader r(bytes);
-    if (r.u8() != kCommandFormatVersion) {
+    const uint8_t version = r.u8();
+    if (version != kCommandFormatVersion && version != kCommandFormatVersionV1) {
         return ErrorCode::kMalformedCommand;
     }
     Command c;
@@ -535,7 +565,7 @@ Result<Command, ErrorCode> decode_command(std::string_view bytes) {
     if (!r.ok()) {
         return ErrorCode::kMalformedCommand;
     }
-    c.op = read_op(r, tag);
+    c.op = version == kCommandFormatVersionV1 ? read_op_v1(r, tag) : read_op(r, tag);
     // The same rules as before encoding: a command that decodes must also make sense.
     if (!r.ok() || !r.at_end() || validate_command(c) != ErrorCode::kOk) {
         return ErrorCode::kMalformedCommand;

@@ -2,11 +2,17 @@
 
 // The binary form of commands on the Raft log, and of replies inside snapshots.
 //
-// Command format, version 1 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
+// Command format, version 2 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
 // length then the bytes):
-//   u8 version=1 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
-//   | u8 op tag (index in Op) | op fields in declaration order (command.h)
-// A Multi is a count then, per sub-op, a u8 tag (index in MultiOp) and its fields.
+//   u8 version=2 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
+//   | u8 op tag (OpTag) | op fields in declaration order (command.h)
+// A Multi is a count then, per sub-op, a u8 tag (MultiOpTag) and its fields. A RedisCommand's
+// fields are origin, script budget (0: none stamped), argv; a SqlStatement's are the request
+// (sql/codec.h), then its row budget (0: none).
+//
+// Version 1 (until 2026-11) tagged an op with its index in the Op variant (a sub-op with its index
+// in MultiOp), with 16 and 17 for a RedisCommand and a SqlStatement carrying a budget; it still
+// decodes, so that logs written by earlier servers replay. Encoding always writes version 2.
 //
 // Bytes come from the log and, before that, from the network: decode_command never reads out of
 // bounds, never allocates more than the input justifies, rejects trailing bytes, unknown tags and
@@ -14,6 +20,8 @@
 
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <variant>
 
 #include "raft/byte_io.h"
 #include "raft/result.h"
@@ -22,7 +30,107 @@
 
 namespace raftlock::statemachine {
 
-inline constexpr uint8_t kCommandFormatVersion = 1;
+inline constexpr uint8_t kCommandFormatVersion = 2;
+inline constexpr uint8_t kCommandFormatVersionV1 = 1;  // decoded, never written
+
+// The op tags of version 2: numbers on disk, never reused or renumbered. Lock service ops in
+// 1..31, Redis commands in 32..47, SQL in 48..63.
+enum class OpTag : uint8_t {
+    kOpenSession = 1,
+    kKeepAlive = 2,
+    kCloseSession = 3,
+    kExpireSession = 4,
+    kNoop = 5,
+    kCreate = 6,
+    kDelete = 7,
+    kSetData = 8,
+    kMulti = 9,
+    kAcquire = 10,
+    kRelease = 11,
+    kCancel = 12,
+    kAcquireMany = 13,
+    kRedisCommand = 32,
+    kSqlStatement = 48,
+    kSqlCancel = 49,
+};
+enum class MultiOpTag : uint8_t { kCreate = 1, kDelete = 2, kSetData = 3, kCheck = 4 };
+
+// The tag of each op type; an op type without one does not compile.
+template <typename T>
+constexpr OpTag op_tag() {
+    if constexpr (std::is_same_v<T, OpenSession>) {
+        return OpTag::kOpenSession;
+    } else if constexpr (std::is_same_v<T, KeepAlive>) {
+        return OpTag::kKeepAlive;
+    } else if constexpr (std::is_same_v<T, CloseSession>) {
+        return OpTag::kCloseSession;
+    } else if constexpr (std::is_same_v<T, ExpireSession>) {
+        return OpTag::kExpireSession;
+    } else if constexpr (std::is_same_v<T, Noop>) {
+        return OpTag::kNoop;
+    } else if constexpr (std::is_same_v<T, Create>) {
+        return OpTag::kCreate;
+    } else if constexpr (std::is_same_v<T, Delete>) {
+        return OpTag::kDelete;
+    } else if constexpr (std::is_same_v<T, SetData>) {
+        return OpTag::kSetData;
+    } else if constexpr (std::is_same_v<T, Multi>) {
+        return OpTag::kMulti;
+    } else if constexpr (std::is_same_v<T, Acquire>) {
+        return OpTag::kAcquire;
+    } else if constexpr (std::is_same_v<T, Release>) {
+        return OpTag::kRelease;
+    } else if constexpr (std::is_same_v<T, Cancel>) {
+        return OpTag::kCancel;
+    } else if constexpr (std::is_same_v<T, AcquireMany>) {
+        return OpTag::kAcquireMany;
+    } else if constexpr (std::is_same_v<T, RedisCommand>) {
+        return OpTag::kRedisCommand;
+    } else if constexpr (std::is_same_v<T, SqlStatement>) {
+        return OpTag::kSqlStatement;
+    } else {
+        static_assert(std::is_same_v<T, SqlCancel>, "an op needs a tag of its own in OpTag");
+        return OpTag::kSqlCancel;
+    }
+}
+
+template <typename T>
+constexpr MultiOpTag multi_op_tag() {
+    if constexpr (std::is_same_v<T, Create>) {
+        return MultiOpTag::kCreate;
+    } else if constexpr (std::is_same_v<T, Delete>) {
+        return MultiOpTag::kDelete;
+    } else if constexpr (std::is_same_v<T, SetData>) {
+        return MultiOpTag::kSetData;
+    } else {
+        static_assert(std::is_same_v<T, Check>, "a sub-op needs a tag of its own in MultiOpTag");
+        return MultiOpTag::kCheck;
+    }
+}
+
+// The numbers on disk, pinned: changing one breaks every log written with it.
+static_assert(static_cast<uint8_t>(OpTag::kOpenSession) == 1);
+static_assert(static_cast<uint8_t>(OpTag::kKeepAlive) == 2);
+static_assert(static_cast<uint8_t>(OpTag::kCloseSession) == 3);
+static_assert(static_cast<uint8_t>(OpTag::kExpireSession) == 4);
+static_assert(static_cast<uint8_t>(OpTag::kNoop) == 5);
+static_assert(static_cast<uint8_t>(OpTag::kCreate) == 6);
+static_assert(static_cast<uint8_t>(OpTag::kDelete) == 7);
+static_assert(static_cast<uint8_t>(OpTag::kSetData) == 8);
+static_assert(static_cast<uint8_t>(OpTag::kMulti) == 9);
+static_assert(static_cast<uint8_t>(OpTag::kAcquire) == 10);
+static_assert(static_cast<uint8_t>(OpTag::kRelease) == 11);
+static_assert(static_cast<uint8_t>(OpTag::kCancel) == 12);
+static_assert(static_cast<uint8_t>(OpTag::kAcquireMany) == 13);
+static_assert(static_cast<uint8_t>(OpTag::kRedisCommand) == 32);
+static_assert(static_cast<uint8_t>(OpTag::kSqlStatement) == 48);
+static_assert(static_cast<uint8_t>(OpTag::kSqlCancel) == 49);
+static_assert(static_cast<uint8_t>(MultiOpTag::kCreate) == 1);
+static_assert(static_cast<uint8_t>(MultiOpTag::kDelete) == 2);
+static_assert(static_cast<uint8_t>(MultiOpTag::kSetData) == 3);
+static_assert(static_cast<uint8_t>(MultiOpTag::kCheck) == 4);
+static_assert(std::variant_size_v<Op> == 16,
+              "a new op needs a tag (op_tag) and a reader (read_op)");
 
 // kOk when `command` obeys every documented range (command.h); else kBadArguments. Checks what does
 // not depend on replicated state (the session timeout bounds of Config are checked at apply).

@@ -165,9 +165,9 @@ std::string op_text(const Op& op) {
                                    o.script_instructions_max);
             } else if constexpr (std::is_same_v<T, SqlStatement>) {
                 // The statement's first words are enough to follow a log; the text can be long.
-                return fmt::format("sql \"{}\" params={} lock_timeout={}",
+                return fmt::format("sql \"{}\" params={} lock_timeout={} rows_max={}",
                                    o.request.text.substr(0, 60), o.request.params.size(),
-                                   o.request.lock_timeout_ms);
+                                   o.request.lock_timeout_ms, o.request.rows_max);
             } else {
                 static_assert(std::is_same_v<T, SqlCancel>);
                 return fmt::format("sql_cancel s{}", o.session);

@@ -281,23 +281,27 @@ TEST_CASE("a Redis entry carries its script budget; an old entry keeps the old o
     Result<Command, ErrorCode> back = decode_command(bytes.value());
     REQUIRE(back.ok());
     CHECK(back.value() == c);
-    // Tag 16, then origin 77 and the budget as varints: a zero budget there is refused.
-    const size_t at = bytes.value().find(std::string("\x10\x4d\x90\xa1\x0f", 5));
+    // Tag 32, then origin 77 and the budget as varints.
+    const size_t at = bytes.value().find(std::string("\x20\x4d\x90\xa1\x0f", 5));
     REQUIRE(at != std::string::npos);
-    std::string zero = bytes.value();
-    zero.replace(at + 2, 3, std::string("\x00", 1));
-    CHECK(!decode_command(zero).ok());
     // Over the ceiling: not encoded, not decoded.
     c.op = RedisCommand{kOrigin, {"EVAL", "return 1", "0"}, kScriptInstructionsMax + 1};
     CHECK(!encode_command(c).ok());
     std::string over = bytes.value();
     over.replace(at + 2, 3, std::string("\x81\x94\xeb\xdc\x03", 5));  // 10^9 + 1
     CHECK(!decode_command(over).ok());
-    // Unstamped: the form written before budgets existed (tag 13, no budget field).
+    // Format version 1 wrote a budget under tag 16, where 0 was never written: refused.
+    std::string v1 = bytes.value();
+    v1[0] = static_cast<char>(kCommandFormatVersionV1);
+    v1[at] = 16;
+    REQUIRE(decode_command(v1).ok());
+    v1.replace(at + 2, 3, std::string("\x00", 1));
+    CHECK(!decode_command(v1).ok());
+    // Unstamped (0: the budget of entries from before budgets): budget field 0.
     c.op = RedisCommand{kOrigin, {"EVAL", "return 1", "0"}, 0};
     bytes = encode_command(c);
     REQUIRE(bytes.ok());
-    CHECK(bytes.value().find(std::string("\x0d\x4d\x03", 3)) != std::string::npos);
+    CHECK(bytes.value().find(std::string("\x20\x4d\x00\x03", 4)) != std::string::npos);
     back = decode_command(bytes.value());
     REQUIRE(back.ok());
     CHECK(back.value() == c);

@@ -61,15 +61,19 @@ TEST_CASE("trailing bytes after a command are rejected", "[statemachine][codec]"
 
 TEST_CASE("an unknown format version is rejected", "[statemachine][codec]") {
     std::string bytes = encode_ok(sample_commands()[3]);
-    bytes[0] = 2;
-    CHECK(!decode_command(bytes).ok());
+    for (uint8_t version : {0, 3, 255}) {
+        bytes[0] = static_cast<char>(version);
+        CHECK(!decode_command(bytes).ok());
+    }
 }
 
 TEST_CASE("an unknown op tag or enum value is rejected", "[statemachine][codec]") {
     Command keepalive = session_command(KeepAlive{});
     std::string bytes = encode_ok(keepalive);
-    bytes.back() = 13;  // the op tag is the last byte of a KeepAlive
-    CHECK(!decode_command(bytes).ok());
+    for (uint8_t tag : {0, 14, 31, 33, 47, 50, 255}) {  // not tags of version 2
+        bytes.back() = static_cast<char>(tag);          // a KeepAlive ends with its tag
+        CHECK(!decode_command(bytes).ok());
+    }
 
     Command create = session_command(Create{"/a", "", NodeKind::kPersistent, 0});
     std::string cb = encode_ok(create);

@@ -54,6 +54,27 @@ inline std::vector<Command> sample_commands() {
     Command fenced = session_command(SetData{"/res", "v", -1});
     fenced.fence = Fence{"db", 1234567};
     out.push_back(fenced);
+    // Redis commands come from a server's at-most-once sequence, without a session.
+    Command redis;
+    redis.seq = 3;
+    redis.time_ms = 77;
+    redis.op = RedisCommand{0xfeedULL, {"SET", "k", std::string("v\0w", 3), "PX", "3000"}, 0};
+    out.push_back(redis);  // unstamped: as written before script budgets
+    redis.op = RedisCommand{0xfeedULL, {"EVAL", "return 1", "0"}, 100000};
+    out.push_back(redis);
+    sql::StatementRequest request;
+    request.text = "SELECT k FROM t WHERE k = $1 AND at < $2 AND ok = $3 AND n = $4";
+    request.params = {sql::Value::of_unknown("5"), sql::Value::of_timestamptz(1'700'000'000'000),
+                      sql::Value::of_bool(true), sql::Value::of_int8(-9),
+                      sql::Value::null(sql::Type::kText)};
+    request.lock_timeout_ms = 2000;
+    out.push_back(session_command(SqlStatement{request}));  // as written before row budgets
+    request.rows_max = 100000;
+    out.push_back(session_command(SqlStatement{request}));
+    Command cancel;
+    cancel.seq = 12;
+    cancel.op = SqlCancel{42};
+    out.push_back(cancel);
     return out;
 }
 

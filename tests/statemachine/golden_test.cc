@@ -1,0 +1,99 @@
+// Log entries as servers wrote them, kept as files. golden/commands-v1.txt holds the entries of
+// format version 1 (before explicit tags), one per line: the encoded bytes in hex, a tab, the
+// command's text form; they must still decode, to the command sample_commands() has at that
+// position, so that a log written by an earlier server replays. golden/commands-v2.txt pins
+// version 2 byte for byte: an accidental change to the encoding fails here, not in a replica.
+// sample_commands() only grows at its end; a new sample needs its line in commands-v2.txt (the
+// failure prints it).
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "sample_commands.h"
+#include "statemachine/codec.h"
+#include "statemachine/text.h"
+
+namespace raftlock::statemachine {
+namespace {
+
+using testing::sample_commands;
+
+struct GoldenLine {
+    std::string bytes;
+    std::string text;
+};
+
+std::vector<GoldenLine> read_golden(const std::string& name) {
+    const std::filesystem::path path = std::filesystem::path(RAFTLOCK_GOLDEN_DIR) / name;
+    std::ifstream in(path);
+    REQUIRE(in.good());
+    std::vector<GoldenLine> out;
+    std::string line;
+    while (std::getline(in, line)) {
+        const size_t tab = line.find('\t');
+        REQUIRE(tab != std::string::npos);
+        REQUIRE(tab % 2 == 0);
+        GoldenLine g;
+        for (size_t i = 0; i < tab; i += 2) {
+            g.bytes.push_back(static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16)));
+        }
+        g.text = line.substr(tab + 1);
+        out.push_back(std::move(g));
+    }
+    return out;
+}
+
+std::string golden_line(const Command& c) {
+    const std::string bytes = encode_command(c).value();
+    std::string hex;
+    for (unsigned char b : bytes) {
+        hex += fmt::format("{:02x}", b);
+    }
+    return hex + "\t" + to_string(c);
+}
+
+TEST_CASE("entries of format version 1 still decode, and re-encode as version 2",
+          "[statemachine][codec][golden]") {
+    const std::vector<GoldenLine> golden = read_golden("commands-v1.txt");
+    const std::vector<Command> samples = sample_commands();
+    REQUIRE(golden.size() == 21);  // the samples of November 2026, every op and both budget forms
+    REQUIRE(samples.size() >= golden.size());
+    for (size_t i = 0; i < golden.size(); ++i) {
+        INFO("line " << i + 1 << ": " << golden[i].text);
+        REQUIRE(static_cast<uint8_t>(golden[i].bytes[0]) == kCommandFormatVersionV1);
+        Result<Command, ErrorCode> decoded = decode_command(golden[i].bytes);
+        REQUIRE(decoded.ok());
+        CHECK(to_string(decoded.value()) == golden[i].text);
+        CHECK(decoded.value() == samples[i]);
+        const std::string again = encode_command(decoded.value()).value();
+        CHECK(static_cast<uint8_t>(again[0]) == kCommandFormatVersion);
+        CHECK(decode_command(again).value() == decoded.value());
+    }
+}
+
+TEST_CASE("format version 2 is pinned byte for byte", "[statemachine][codec][golden]") {
+    const std::vector<GoldenLine> golden = read_golden("commands-v2.txt");
+    const std::vector<Command> samples = sample_commands();
+    std::string expected;
+    for (const Command& c : samples) {
+        expected += golden_line(c) + "\n";
+    }
+    INFO("commands-v2.txt for today's samples:\n" << expected);
+    REQUIRE(golden.size() == samples.size());
+    for (size_t i = 0; i < samples.size(); ++i) {
+        INFO("line " << i + 1 << ": " << golden[i].text);
+        CHECK(encode_command(samples[i]).value() == golden[i].bytes);
+        Result<Command, ErrorCode> decoded = decode_command(golden[i].bytes);
+        REQUIRE(decoded.ok());
+        CHECK(decoded.value() == samples[i]);
+        CHECK(to_string(decoded.value()) == golden[i].text);
+    }
+}
+
+}  // namespace
+}  // namespace raftlock::statemachine
