@@ -470,10 +470,27 @@ void lock_release(Worker& w, std::optional<Holding>& holding) {
     }
 }
 
+// The unfenced negative control's holder, stopped mid-hold by pause-client, goes on with its
+// critical section when it wakes: at least this many more writes. Without it the control depended
+// on where the pause fell: a holder caught at its last write, or between its last write and its
+// release (seed 1's two pauses, in a CI run), had nothing left to do, and the control passed
+// unnoticed. With it, the old holder's writes outlast the three steps (a failed call, a new
+// session, an acquire) another worker needs to take the expired lock.
+constexpr int kUnfencedWritesAfterPause = 20;
+
 void run_lock(Worker& w) {
     std::optional<Holding> holding;
+    auto last_step = std::chrono::steady_clock::now();
     while (w.running()) {
         w.pace();
+        // A step that took longer than a session timeout: the process was stopped.
+        const auto now = std::chrono::steady_clock::now();
+        const bool woke =
+            now - last_step > std::chrono::milliseconds(w.options_.session_timeout_ms);
+        last_step = now;
+        if (woke && holding && w.options_.unfenced) {
+            holding->writes_left = std::max(holding->writes_left, kUnfencedWritesAfterPause);
+        }
         if (holding && lease_lost(w, *holding)) {
             holding.reset();
         }
