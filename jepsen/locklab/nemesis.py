@@ -26,6 +26,7 @@ SERVER_CLOCK_HOLD_S = 4.0
 CLIENT_CLOCK_HOLD_S = 8.0
 CLIENT_CLOCK_RATE = 0.5
 HOLDER_WAIT_S = 3.0
+STOPPED_SETTLE_S = 0.05  # for a write sent just before a SIGSTOP to reach the resource
 
 
 def monotonic_ns():
@@ -135,6 +136,15 @@ class Nemesis(threading.Thread):
             detail = {"worker": worker.id, "grant": grant}
             if self.fault == "client-pause":
                 os.kill(worker.pid, signal.SIGSTOP)
+                # It may have made its write between our question and the stop (a write sent
+                # just before lands within the settle time): then it has left its section, and
+                # waking it would find nothing left to do. That pause would miss the point of
+                # the fault and could let a broken family pass unnoticed: undo it, try again.
+                time.sleep(STOPPED_SETTLE_S)
+                answer = ask_resource(self.resource_address, {"op": "holder"})
+                if (answer.get("worker"), answer.get("grant")) != (worker.id, grant):
+                    os.kill(worker.pid, signal.SIGCONT)
+                    return None
                 self._heal = lambda: os.kill(worker.pid, signal.SIGCONT)
             elif self.fault == "client-partition":
                 netns.cut_off(worker.ns, self.target.ips())
