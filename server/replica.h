@@ -296,6 +296,7 @@ private:
     void send_forward_reply(uint64_t to, uint64_t tag, proto::ForwardStatus status);
     void flush_keepalive_forwards();
     void resubmit_after_leader_change();
+    size_t route_pending_writes(bool forwarded_only);
 
     const ServerConfig& config_;
     const Clock& clock_;

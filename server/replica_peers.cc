@@ -190,19 +190,26 @@ void Replica::on_peer_link_lost(uint64_t peer) {
     if (peer != soft_.leader || is_leader()) {
         return;
     }
+    metrics_.forwards_resent_total += route_pending_writes(/*forwarded_only=*/true);
+    schedule_flush();
+}
+
+// Routes the pending writes again (route_write), or only those forwarded to a leader; returns how
+// many. route_write erases a write the leader refuses, so this walks a copy of the keys.
+size_t Replica::route_pending_writes(bool forwarded_only) {
     std::vector<WriteKey> keys;
+    keys.reserve(pending_writes_.size());
     for (const auto& [key, pending] : pending_writes_) {
-        if (pending.forward_tag != 0) {
+        if (!forwarded_only || pending.forward_tag != 0) {
             keys.push_back(key);
         }
     }
     for (const WriteKey& key : keys) {
-        auto it = pending_writes_.find(key);
-        RL_ASSERT(it != pending_writes_.end());
-        route_write(key, it->second);
+        if (auto it = pending_writes_.find(key); it != pending_writes_.end()) {
+            route_write(key, it->second);
+        }
     }
-    metrics_.forwards_resent_total += keys.size();
-    schedule_flush();
+    return keys.size();
 }
 
 // Writes and reads that the old leader may have dropped go to the new one. Exactly-once makes a
@@ -211,17 +218,7 @@ void Replica::resubmit_after_leader_change() {
     if (soft_.leader == raft::kNoNode) {
         return;
     }
-    // route_write erases a write the leader refuses, so walk a copy of the keys.
-    std::vector<WriteKey> keys;
-    keys.reserve(pending_writes_.size());
-    for (const auto& [key, pending] : pending_writes_) {
-        keys.push_back(key);
-    }
-    for (const WriteKey& key : keys) {
-        if (auto it = pending_writes_.find(key); it != pending_writes_.end()) {
-            route_write(key, it->second);
-        }
-    }
+    (void)route_pending_writes(/*forwarded_only=*/false);
     for (const auto& [context, batch] : reads_in_flight_) {
         raw_->read_index(context);
     }

@@ -358,6 +358,14 @@ TEST_CASE("a cancelled wait ends with 57014 and holds nothing", "[sql][engine][w
     CHECK(h.ok(3, "SELECT pg_try_advisory_lock(1)") == "t");
 }
 
+// The engine's snapshot bytes.
+std::string snapshot_of(const Engine& engine) {
+    std::string bytes;
+    Writer w(&bytes);
+    engine.write(w);
+    return bytes;
+}
+
 TEST_CASE("a snapshot round-trips tables, open transactions, waits and locks",
           "[sql][engine][snapshot]") {
     Harness h;
@@ -367,17 +375,12 @@ TEST_CASE("a snapshot round-trips tables, open transactions, waits and locks",
     h.ok(1, "UPDATE t SET v = 'b' WHERE k = 1");
     h.ok(2, "SELECT pg_advisory_lock(5)");
     h.waits(3, "SELECT pg_advisory_lock(5)", 1000);
-    std::string bytes;
-    Writer w(&bytes);
-    h.engine.write(w);
+    const std::string bytes = snapshot_of(h.engine);
     Engine copy;
     Reader r(bytes);
     REQUIRE(copy.read(r));
     REQUIRE(r.at_end());
-    std::string again;
-    Writer w2(&again);
-    copy.write(w2);
-    CHECK(again == bytes);
+    CHECK(snapshot_of(copy) == bytes);
     // The copy goes on exactly as the original.
     EngineEvents events;
     copy.advance_time(h.now_ms + 1000, events);
@@ -475,22 +478,15 @@ TEST_CASE("a waiting statement keeps its row budget through a snapshot; an older
           "[sql][engine][snapshot][budget]") {
     Harness h;
     h.ok(1, "CREATE TABLE t (k int PRIMARY KEY)");
-    std::string no_waits;
-    Writer w0(&no_waits);
-    h.engine.write(w0);
+    std::string no_waits = snapshot_of(h.engine);
     h.ok(1, "SELECT pg_advisory_lock(5)");
     h.rows_max = 777;
     h.waits(2, "SELECT pg_advisory_lock(5)");
-    std::string bytes;
-    Writer w(&bytes);
-    h.engine.write(w);
+    const std::string bytes = snapshot_of(h.engine);
     Engine copy;
     Reader r(bytes);
     REQUIRE(copy.read(r));
-    std::string again;
-    Writer w2(&again);
-    copy.write(w2);
-    CHECK(again == bytes);  // the budget was read back, or it would be written as none
+    CHECK(snapshot_of(copy) == bytes);  // the budget was read back, or it would be written as none
     // Version 1 (before budgets) had no budget field; without waits the bodies are the same.
     REQUIRE(static_cast<uint8_t>(no_waits[0]) == 2);
     no_waits[0] = 1;
