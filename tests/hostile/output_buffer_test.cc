@@ -23,6 +23,7 @@
 #include "tests/hostile/resp_raw.h"
 #include "tests/integration/process_cluster.h"
 #include "tests/integration/raw_client.h"
+#include "tests/test_ports.h"
 
 namespace raftlock::hostile {
 namespace {
@@ -77,7 +78,7 @@ TEST_CASE("30 Redis clients pipelining GETs of 4 MiB without reading cannot exha
           "[hostile][output_buffer]") {
     const char* env = std::getenv("RAFTLOCK_HOSTILE_OUTPUT_BUFFER_BYTES");
     const uint64_t cap = env != nullptr ? std::stoull(env) : kCapBytesDefault;
-    const uint16_t redis_port = integration::free_port();
+    const uint16_t redis_port = test_ports::unused_port();
     std::vector<std::string> flags = {"--redis-listen", "127.0.0.1:" + std::to_string(redis_port)};
     if (env != nullptr) {
         flags.insert(flags.end(), {"--client-output-buffer-bytes-max", std::to_string(cap)});

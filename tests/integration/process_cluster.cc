@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/test_ports.h"
+
 extern char** environ;
 
 namespace raftlock::integration {
@@ -28,20 +30,6 @@ std::string raftlockd_path() {
 }
 std::string raftlock_path() {
     return RAFTLOCK_PATH;
-}
-
-uint16_t free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    ::close(fd);
-    return ntohs(addr.sin_port);
 }
 
 std::optional<std::string> http_get(uint16_t port,
@@ -182,7 +170,9 @@ ProcessCluster::ProcessCluster(size_t size,
     root_ = tmpl;
     for (uint64_t id = 1; id <= size; ++id) {
         Node& n = nodes_[id];
-        n.ports = NodePorts{free_port(), free_port(), free_port(), free_port(), free_port()};
+        n.ports = NodePorts{test_ports::unused_port(), test_ports::unused_port(),
+                            test_ports::unused_port(), test_ports::unused_port(),
+                            test_ports::unused_port()};
         n.data_dir = root_ + "/node" + std::to_string(id);
     }
     for (uint64_t id = 1; id <= size; ++id) {
@@ -243,7 +233,9 @@ std::vector<std::string> ProcessCluster::argv_for(uint64_t id) const {
 uint64_t ProcessCluster::add_node() {
     const uint64_t id = nodes_.rbegin()->first + 1;
     Node& n = nodes_[id];
-    n.ports = NodePorts{free_port(), free_port(), free_port(), free_port(), free_port()};
+    n.ports =
+        NodePorts{test_ports::unused_port(), test_ports::unused_port(), test_ports::unused_port(),
+                  test_ports::unused_port(), test_ports::unused_port()};
     n.data_dir = root_ + "/node" + std::to_string(id);
     n.joined = true;
     start(id);
@@ -332,7 +324,33 @@ uint64_t ProcessCluster::wait_for_leader(int timeout_ms) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    warn_no_leader();
     return 0;
+}
+
+void ProcessCluster::warn_no_leader() const {
+    for (const auto& [id, n] : nodes_) {
+        if (n.pid <= 0) {
+            continue;
+        }
+        // Peeks (WNOWAIT) so that the node is still reaped where the test expects it.
+        siginfo_t info{};
+        const bool exited =
+            ::waitid(P_PID, static_cast<id_t>(n.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            info.si_pid == n.pid;
+        std::vector<std::string> lines;
+        std::istringstream log(log_of(id));
+        for (std::string line; std::getline(log, line);) {
+            lines.push_back(std::move(line));
+        }
+        std::string tail;
+        for (size_t i = lines.size() > 8 ? lines.size() - 8 : 0; i < lines.size(); ++i) {
+            tail += lines[i] + "\n";
+        }
+        WARN("no leader: node " << id << (exited ? " has exited" : " runs")
+                                << "; the end of its log:\n"
+                                << tail);
+    }
 }
 
 std::string ProcessCluster::client_endpoint(uint64_t id) const {

@@ -22,9 +22,6 @@ struct NodePorts {
     uint16_t pg = 0;     // and "{pg}"
 };
 
-// A port nobody listens on now (bound to 0 and released; a tiny race that tests can live with).
-uint16_t free_port();
-
 // GET http://127.0.0.1:port/path; empty when the connection fails.
 std::optional<std::string> http_get(uint16_t port,
                                     const std::string& path,
@@ -85,6 +82,8 @@ private:
         bool joined = false;  // added after the start: --initial-cluster-state existing
     };
     std::vector<std::string> argv_for(uint64_t node) const;
+    // When no leader came: whether each node still runs, and the end of its log.
+    void warn_no_leader() const;
 
     std::string root_;
     std::vector<std::string> extra_flags_;

@@ -48,13 +48,6 @@ inline void poll(asio::io_context& io) {
     io.poll();
 }
 
-// A port nothing listens on right now. The kernel may hand it out again, but not soon.
-inline uint16_t free_port() {
-    asio::io_context io;
-    tcp::acceptor a(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    return a.local_endpoint().port();
-}
-
 // Connects synchronously (the kernel completes it from the listen backlog) and then reads
 // asynchronously into `received` until the server closes.
 class RawClient {

@@ -11,12 +11,13 @@
 #include "net/raft_codec.h"
 #include "proto/peer.pb.h"
 #include "tests/net/net_test_util.h"
+#include "tests/test_ports.h"
 
 namespace raftlock::net {
 namespace {
 
 namespace asio = boost::asio;
-using testing::free_port;
+using test_ports::unused_port;
 using testing::RawClient;
 using testing::run_for;
 using testing::run_until;
@@ -113,7 +114,7 @@ std::string hello_bytes(uint64_t from, uint64_t to) {
 TEST_CASE("three transports deliver frames in order, each pair both ways", "[net][peer]") {
     asio::io_context io;
     const std::map<uint64_t, uint16_t> ports = {
-        {1, free_port()}, {2, free_port()}, {3, free_port()}};
+        {1, unused_port()}, {2, unused_port()}, {3, unused_port()}};
     std::map<uint64_t, std::unique_ptr<Node>> nodes;
     for (const auto& [id, port] : ports) {
         std::vector<PeerAddress> peers;
@@ -162,7 +163,7 @@ TEST_CASE("three transports deliver frames in order, each pair both ways", "[net
 
 TEST_CASE("a Hello from another cluster is refused", "[net][peer]") {
     asio::io_context io;
-    const uint16_t port_a = free_port();
+    const uint16_t port_a = unused_port();
     Node b(io, options_for(2, 0, {{1, "127.0.0.1", port_a}}));
     Node a(io, options_for(1, port_a, {{2, "127.0.0.1", b.transport.port()}}, kCluster + 1));
     REQUIRE(a.transport.send(2, raft_frame(1, 2, 0)));
@@ -177,7 +178,7 @@ TEST_CASE("a Hello from another cluster is refused", "[net][peer]") {
 
 TEST_CASE("a Hello from a node id the acceptor does not know is refused", "[net][peer]") {
     asio::io_context io;
-    Node b(io, options_for(2, 0, {{1, "127.0.0.1", free_port()}}));
+    Node b(io, options_for(2, 0, {{1, "127.0.0.1", unused_port()}}));
     Node stranger(io, options_for(9, 0, {{2, "127.0.0.1", b.transport.port()}}));
     REQUIRE(stranger.transport.send(2, raft_frame(9, 2, 0)));
     REQUIRE(run_until(io, [&] { return stranger.stats_of(2).refused_by_peer >= 2; }));
@@ -187,7 +188,7 @@ TEST_CASE("a Hello from a node id the acceptor does not know is refused", "[net]
 
 TEST_CASE("a Hello meant for another node is refused", "[net][peer]") {
     asio::io_context io;
-    Node b(io, options_for(2, 0, {{1, "127.0.0.1", free_port()}}));
+    Node b(io, options_for(2, 0, {{1, "127.0.0.1", unused_port()}}));
     // Node 1 has node 3 at node 2's address (a stale or wrong configuration).
     Node a(io, options_for(1, 0, {{3, "127.0.0.1", b.transport.port()}}));
     REQUIRE(a.transport.send(3, raft_frame(1, 3, 0)));
@@ -234,8 +235,8 @@ TEST_CASE("set_peers adds peers, and a retired peer is told it was removed", "[n
 TEST_CASE("a sender reconnects after the receiver restarts and delivers what it queued",
           "[net][peer]") {
     asio::io_context io;
-    const uint16_t port_b = free_port();
-    const auto b_options = options_for(2, port_b, {{1, "127.0.0.1", free_port()}});
+    const uint16_t port_b = unused_port();
+    const auto b_options = options_for(2, port_b, {{1, "127.0.0.1", unused_port()}});
     auto b = std::make_unique<Node>(io, b_options);
     Node a(io, options_for(1, 0, {{2, "127.0.0.1", port_b}}));
     for (uint64_t i = 0; i < 10; ++i) {
@@ -260,8 +261,8 @@ TEST_CASE("a sender reconnects after the receiver restarts and delivers what it 
 
 TEST_CASE("a lost established link is reported once; failed dials are not", "[net][peer]") {
     asio::io_context io;
-    const uint16_t port_b = free_port();
-    const auto b_options = options_for(2, port_b, {{1, "127.0.0.1", free_port()}});
+    const uint16_t port_b = unused_port();
+    const auto b_options = options_for(2, port_b, {{1, "127.0.0.1", unused_port()}});
     std::vector<uint64_t> lost;
     auto a_options = options_for(1, 0, {{2, "127.0.0.1", port_b}});
     a_options.on_link_lost = [&](uint64_t peer) { lost.push_back(peer); };
@@ -288,7 +289,7 @@ TEST_CASE("a lost established link is reported once; failed dials are not", "[ne
 TEST_CASE("a stranger saying Hello as a peer does not cut the peer's live link", "[net][peer]") {
     asio::io_context io;
     std::vector<uint64_t> lost;
-    Node b(io, options_for(2, 0, {{1, "127.0.0.1", free_port()}}));
+    Node b(io, options_for(2, 0, {{1, "127.0.0.1", unused_port()}}));
     auto a_options = options_for(1, 0, {{2, "127.0.0.1", b.transport.port()}});
     a_options.on_link_lost = [&](uint64_t peer) { lost.push_back(peer); };
     Node a(io, a_options);
@@ -333,7 +334,7 @@ TEST_CASE("a stranger saying Hello as a peer does not cut the peer's live link",
 
 TEST_CASE("a full send queue drops and counts, never blocks", "[net][peer]") {
     asio::io_context io;
-    const uint16_t port_b = free_port();  // nobody listens yet
+    const uint16_t port_b = unused_port();  // nobody listens yet
     auto a_options = options_for(1, 0, {{2, "127.0.0.1", port_b}});
     a_options.queue_frames_max = 4;
     Node a(io, a_options);
@@ -356,7 +357,7 @@ TEST_CASE("a full send queue drops and counts, never blocks", "[net][peer]") {
         CHECK(c.stats_of(2).queued_bytes <= 3000);
     }
     SECTION("the queued frames go out when the peer appears") {
-        Node b(io, options_for(2, port_b, {{1, "127.0.0.1", free_port()}}));
+        Node b(io, options_for(2, port_b, {{1, "127.0.0.1", unused_port()}}));
         REQUIRE(run_until(io, [&] { return b.received.size() == 4; }));
         CHECK(b.indexes_from(1) == iota(0, 4));
     }
@@ -366,7 +367,8 @@ TEST_CASE("garbage on the peer port closes only that connection", "[net][peer]")
     asio::io_context io;
     // Node 3 exists only for the attacker to claim: a Hello from node 1 would be taken as node 1
     // reconnecting, which may close node 1's quietest connection by design.
-    Node b(io, options_for(2, 0, {{1, "127.0.0.1", free_port()}, {3, "127.0.0.1", free_port()}}));
+    Node b(io,
+           options_for(2, 0, {{1, "127.0.0.1", unused_port()}, {3, "127.0.0.1", unused_port()}}));
     Node a(io, options_for(1, 0, {{2, "127.0.0.1", b.transport.port()}}));
     REQUIRE(a.transport.send(2, raft_frame(1, 2, 0)));
     REQUIRE(run_until(io, [&] { return b.received.size() == 1; }));
@@ -396,7 +398,7 @@ TEST_CASE("garbage on the peer port closes only that connection", "[net][peer]")
 
 TEST_CASE("a connection that never says Hello is closed at the deadline", "[net][peer]") {
     asio::io_context io;
-    auto o = options_for(2, 0, {{1, "127.0.0.1", free_port()}});
+    auto o = options_for(2, 0, {{1, "127.0.0.1", unused_port()}});
     o.connect_timeout_ms = 50;
     Node b(io, o);
     RawClient silent(io, b.transport.port());
@@ -408,7 +410,7 @@ TEST_CASE("a connection that never says Hello is closed at the deadline", "[net]
 
 TEST_CASE("stop closes everything and the handler is not called afterwards", "[net][peer]") {
     asio::io_context io;
-    Node b(io, options_for(2, 0, {{1, "127.0.0.1", free_port()}}));
+    Node b(io, options_for(2, 0, {{1, "127.0.0.1", unused_port()}}));
     Node a(io, options_for(1, 0, {{2, "127.0.0.1", b.transport.port()}}));
     REQUIRE(a.transport.send(2, raft_frame(1, 2, 0)));
     REQUIRE(run_until(io, [&] { return b.received.size() == 1; }));
