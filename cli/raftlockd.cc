@@ -31,6 +31,7 @@
 #include "server/pg_frontend.h"
 #include "server/redis_frontend.h"
 #include "server/replica.h"
+#include "server/storage_worker.h"
 #include "statemachine/redis/lua_script.h"
 #include "storage/rocks_storage.h"
 
@@ -219,7 +220,10 @@ int run(const ServerConfig& config) {
     TransportSink peer_sink;
     ListenerSink client_sink;
     auto post = [&io](std::function<void()> task) { asio::post(io, std::move(task)); };
-    Replica replica(config, std::move(store).value(), peer_sink, client_sink, post, clock, metrics);
+    std::random_device entropy;
+    Replica replica(config, std::move(store).value(), std::make_unique<StorageWorker>(post),
+                    peer_sink, client_sink, post, clock, metrics,
+                    (uint64_t{entropy()} << 32) ^ entropy());
     add_gauges(metrics, replica);
 
     net::PeerTransportOptions peer_options;

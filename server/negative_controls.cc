@@ -1,5 +1,6 @@
 #include "server/negative_controls.h"
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -7,16 +8,57 @@
 
 namespace raftlock::server::negative_controls {
 
-bool local_reads() {
-    static const bool enabled = [] {
-        const char* value = std::getenv("RAFTLOCK_UNSAFE_LOCAL_READS");
-        const bool on = value != nullptr && std::strcmp(value, "1") == 0;
-        if (on) {
-            spdlog::warn("NEGATIVE CONTROL: reads are served without ReadIndex and may be stale");
+namespace {
+
+struct Switch {
+    const char* name;
+    const char* env;
+    const char* warning;
+};
+
+constexpr std::array<Switch, 4> kSwitches = {{
+    {"local-reads", "RAFTLOCK_UNSAFE_LOCAL_READS",
+     "reads are served without ReadIndex and may be stale"},
+    {"proposal-forwarding", "RAFTLOCK_UNSAFE_PROPOSAL_FORWARDING",
+     "the core forwards proposals: a deposed leader's session expiries may commit"},
+    {"keepalive-without-read-index", "RAFTLOCK_UNSAFE_KEEPALIVE_WITHOUT_READ_INDEX",
+     "keepalives are acknowledged without confirming leadership"},
+    {"forward-answered-early", "RAFTLOCK_UNSAFE_FORWARD_ANSWERED_EARLY",
+     "forwarded writes are answered before they are applied"},
+}};
+
+std::array<bool, kSwitches.size()>& switches() {
+    static std::array<bool, kSwitches.size()> state = [] {
+        std::array<bool, kSwitches.size()> s{};
+        for (size_t i = 0; i < kSwitches.size(); ++i) {
+            const char* value = std::getenv(kSwitches[i].env);
+            s[i] = value != nullptr && std::strcmp(value, "1") == 0;
+            if (s[i]) {
+                spdlog::warn("NEGATIVE CONTROL: {}", kSwitches[i].warning);
+            }
         }
-        return on;
+        return s;
     }();
-    return enabled;
+    return state;
+}
+
+}  // namespace
+
+bool on(Control control) {
+    return switches().at(static_cast<size_t>(control));
+}
+
+void turn_on(Control control) {
+    switches().at(static_cast<size_t>(control)) = true;
+}
+
+std::optional<Control> parse(std::string_view name) {
+    for (size_t i = 0; i < kSwitches.size(); ++i) {
+        if (name == kSwitches[i].name) {
+            return static_cast<Control>(i);
+        }
+    }
+    return std::nullopt;
 }
 
 }  // namespace raftlock::server::negative_controls

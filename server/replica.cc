@@ -1,14 +1,16 @@
 #include "server/replica.h"
 
 #include <algorithm>
-#include <random>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "net/raft_codec.h"
 #include "raft/conf_change.h"
+#include "raft/raft.h"
+#include "raft/rng.h"
 #include "raft/text.h"
+#include "server/negative_controls.h"
 #include "statemachine/codec.h"
 
 namespace raftlock::server {
@@ -32,21 +34,17 @@ sm::Config state_machine_config(const ServerConfig& config) {
     return c;
 }
 
-// Randomness lives at the edge: the core gets a seed, the nonces get a random start.
-uint64_t random_u64() {
-    std::random_device rd;
-    return (uint64_t{rd()} << 32) ^ rd();
-}
-
 }  // namespace
 
 Replica::Replica(const ServerConfig& config,
-                 std::unique_ptr<storage::RocksStorage> storage,
+                 std::unique_ptr<storage::LogStore> storage,
+                 std::unique_ptr<StorageExecutor> executor,
                  PeerSink& peers,
                  ClientSink& clients,
                  Post post,
                  const Clock& clock,
-                 Metrics& metrics)
+                 Metrics& metrics,
+                 uint64_t seed)
     : config_(config),
       clock_(clock),
       metrics_(metrics),
@@ -54,7 +52,11 @@ Replica::Replica(const ServerConfig& config,
       clients_(clients),
       post_(std::move(post)),
       storage_(std::move(storage)),
-      sm_(state_machine_config(config)) {
+      sm_(state_machine_config(config)),
+      worker_(std::move(executor)) {
+    RL_ASSERT(storage_ != nullptr);
+    RL_ASSERT(worker_ != nullptr);
+    Rng rng(seed);
     bootstrap_if_new();
     const raft::InitialState init = storage_->initial_state();
     if (init.snapshot_meta.index > 0) {
@@ -70,7 +72,7 @@ Replica::Replica(const ServerConfig& config,
     rc.id = config.node_id;
     rc.election_tick = static_cast<int>(config.election_timeout_ms / config.tick_ms);
     rc.heartbeat_tick = static_cast<int>(config.heartbeat_interval_ms / config.tick_ms);
-    rc.seed = random_u64();
+    rc.seed = rng.next();
     rc.applied = applied_index_;
     // This node proposes only as leader (decision 0003: followers forward writes themselves, and
     // the leader alone stamps cluster time and expires sessions). soft_ lags the core by one
@@ -78,6 +80,10 @@ Replica::Replica(const ServerConfig& config,
     // its stale session expiries on to the new leader, which would commit them (found by
     // jepsen/run, lock workload under pauses: a live session expired, two holders at once).
     rc.disable_proposal_forwarding = true;
+#ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
+    rc.disable_proposal_forwarding =
+        !negative_controls::on(negative_controls::Control::kProposalForwarding);
+#endif
     rc.peer_input = peer_input_limits_;
     rc.max_committed_entries_per_ready = kCommittedEntriesPerReady;
     rc.max_committed_size_per_ready_bytes = kCommittedBytesPerReady;
@@ -85,9 +91,8 @@ Replica::Replica(const ServerConfig& config,
     replayed_through_ = init.hard_state.commit;
     // Nonces tell this node's OpenSession entries apart from every other node's: the id in the
     // top byte, a random start below (a restarted node must not reuse its predecessor's).
-    next_nonce_ = (config.node_id << 56) | (random_u64() >> 8);
-    redis_origin_ = random_u64() | 1;
-    worker_ = std::make_unique<StorageWorker>(post_);
+    next_nonce_ = (config.node_id << 56) | (rng.next() >> 8);
+    redis_origin_ = rng.next() | 1;
     spdlog::info("node {} of cluster {} started: term {}, log {}..{}, snapshot at {}",
                  config.node_id, config.cluster_id, init.hard_state.term, storage_->first_index(),
                  storage_->last_index(), snapshot_index_);
@@ -115,9 +120,7 @@ void Replica::bootstrap_if_new() {
         conf.addresses[m.id] = to_string(m.raft);
     }
     std::sort(conf.voters.begin(), conf.voters.end());
-    const raft::Bootstrap b = raft::make_bootstrap(conf);
-    storage_->append({b.entry});
-    storage_->set_hard_state(b.hard_state);
+    storage_->bootstrap(raft::make_bootstrap(conf));
     spdlog::info("bootstrapped a new cluster with voters {}", fmt::join(conf.voters, ","));
 }
 
@@ -145,6 +148,12 @@ void Replica::schedule_flush() {
 // for all reads, one ForwardKeepAlive, one Ready for all proposals).
 void Replica::flush() {
     flush_scheduled_ = false;
+    if (raw_->raft().role() != raft::Role::kLeader) {
+        // The keepalives were recorded while soft_ still said leader, but the core has stepped
+        // down: a round confirmed through another leader would acknowledge them without that
+        // leader having recorded them.
+        refuse_keepalives(next_batch_);
+    }
     if (!next_batch_.empty()) {
         const std::string context = fmt::format("r{}", ++next_tag_);
         next_batch_.deadline_ms = clock_.steady_ms() + config_.request_timeout_ms;
@@ -318,17 +327,12 @@ void Replica::maybe_snapshot() {
     const raft::ConfState conf = applied_conf_;
     snapshot_index_ = index;
     ++metrics_.snapshots_created_total;
-    worker_->submit(
-        [this, index, compact_to, conf, data] {
-            storage_->create_snapshot(index, conf, std::move(*data));
-            if (compact_to >= storage_->first_index()) {
-                storage_->compact(compact_to);
-            }
-        },
-        [index, compact_to, bytes] {
-            spdlog::info("snapshot at index {} written ({} bytes); log compacted to {}", index,
-                         bytes, compact_to);
-        });
+    worker_->submit([this, index, compact_to, conf,
+                     data] { storage_->save_snapshot(index, conf, std::move(*data), compact_to); },
+                    [index, compact_to, bytes] {
+                        spdlog::info("snapshot at index {} written ({} bytes); log compacted to {}",
+                                     index, bytes, compact_to);
+                    });
 }
 
 void Replica::expire_sessions() {

@@ -48,10 +48,10 @@
 #include "server/pg_frontend.h"
 #include "server/redis_frontend.h"
 #include "server/session_tracker.h"
-#include "server/storage_worker.h"
+#include "server/storage_executor.h"
 #include "statemachine/state_machine.h"
 #include "statemachine/watches.h"
-#include "storage/rocks_storage.h"
+#include "storage/log_store.h"
 
 namespace raftlock::server {
 
@@ -75,15 +75,19 @@ class Replica final : public net::ClientHandler, public RedisBackend, public Sql
 public:
     using Post = std::function<void(std::function<void()>)>;
 
-    // Opens nothing itself: `storage` is an open store (bootstrapped here when new). `post` runs a
-    // task later on the loop thread. All references must outlive the replica.
+    // Opens nothing itself: `storage` is an open store (bootstrapped here when new), written only
+    // through `executor`. `post` runs a task later on the loop thread. Every random choice (the
+    // core's election jitter, the session nonces, the Redis origin) derives from `seed`: random in
+    // a server, the run's seed in the simulator. All references must outlive the replica.
     Replica(const ServerConfig& config,
-            std::unique_ptr<storage::RocksStorage> storage,
+            std::unique_ptr<storage::LogStore> storage,
+            std::unique_ptr<StorageExecutor> executor,
             PeerSink& peers,
             ClientSink& clients,
             Post post,
             const Clock& clock,
-            Metrics& metrics);
+            Metrics& metrics,
+            uint64_t seed);
     ~Replica() override;
     Replica(const Replica&) = delete;
     Replica& operator=(const Replica&) = delete;
@@ -296,6 +300,9 @@ private:
     void send_forward_reply(uint64_t to, uint64_t tag, proto::ForwardStatus status);
     void flush_keepalive_forwards();
     void resubmit_after_leader_change();
+    // Answers a batch's keepalives (local: UNAVAILABLE; relayed: FORWARD_NOT_LEADER) and takes
+    // them out: only a round this node confirms as the leader that recorded them may ack them.
+    void refuse_keepalives(ReadBatch& batch);
     size_t route_pending_writes(bool forwarded_only);
 
     const ServerConfig& config_;
@@ -305,7 +312,7 @@ private:
     ClientSink& clients_;
     Post post_;
 
-    std::unique_ptr<storage::RocksStorage> storage_;
+    std::unique_ptr<storage::LogStore> storage_;
     std::unique_ptr<raft::RawNode> raw_;
     raft::PeerInputLimits peer_input_limits_;  // the core's too (raft::Config::peer_input)
     // Dropped peer messages: at most one line per peer and reason every few seconds.
@@ -357,8 +364,8 @@ private:
     std::vector<std::pair<ClientRef, uint64_t>> next_keepalive_forward_;
     std::map<uint64_t, KeepAliveForward> keepalive_forwards_;  // by tag
 
-    // Declared last: destroyed first, so its thread finishes before the store closes.
-    std::unique_ptr<StorageWorker> worker_;
+    // Declared last: destroyed first, so its writes finish before the store closes.
+    std::unique_ptr<StorageExecutor> worker_;
 };
 
 }  // namespace raftlock::server

@@ -204,7 +204,7 @@ bool Replica::propose_command(sm::Command command) {
 void Replica::add_read(net::ConnectionId conn, proto::Request&& request) {
     const ClientRef client{conn, request.request_id()};
 #ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
-    if (negative_controls::local_reads()) {
+    if (negative_controls::on(negative_controls::Control::kLocalReads)) {
         serve_read(client, request);
         return;
     }
@@ -225,6 +225,12 @@ void Replica::add_keepalive(net::ConnectionId conn, const proto::Request& reques
             respond_error(client, proto::SESSION_EXPIRED);
             return;
         }
+#ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
+        if (negative_controls::on(negative_controls::Control::kKeepAliveWithoutReadIndex)) {
+            respond_error(client, proto::OK);
+            return;
+        }
+#endif
         next_batch_.keepalives.emplace_back(client, session);
         return;
     }

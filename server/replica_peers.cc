@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "net/raft_codec.h"
+#include "server/negative_controls.h"
 #include "server/replica.h"
 #include "statemachine/codec.h"
 
@@ -96,7 +97,13 @@ void Replica::handle_forward_write(uint64_t from, const proto::ForwardWrite& for
     }
     if (!propose_command(std::move(command).value())) {
         send_forward_reply(from, forward.tag(), proto::FORWARD_DROPPED);
+        return;
     }
+#ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
+    if (negative_controls::on(negative_controls::Control::kForwardAnsweredEarly)) {
+        send_forward_reply(from, forward.tag(), proto::FORWARD_OK);
+    }
+#endif
 }
 
 void Replica::handle_forward_keepalive(uint64_t from, const proto::ForwardKeepAlive& forward) {
@@ -140,6 +147,17 @@ void Replica::handle_forward_reply(const proto::ForwardReply& reply) {
     auto pending = pending_writes_.find(key);
     RL_ASSERT(pending != pending_writes_.end());
     switch (reply.status()) {
+#ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
+        case proto::FORWARD_OK:
+            if (negative_controls::on(negative_controls::Control::kForwardAnsweredEarly) &&
+                std::holds_alternative<sm::SetData>(pending->second.command.op)) {
+                const ClientRef client{pending->second.conn, pending->second.request_id};
+                forward_tags_.erase(tag);
+                pending_writes_.erase(pending);
+                respond_error(client, proto::OK);
+            }
+            return;
+#endif
         case proto::FORWARD_NOT_LEADER:
             // Our idea of the leader is stale; the next leader change resubmits the write.
             return;
@@ -214,13 +232,34 @@ size_t Replica::route_pending_writes(bool forwarded_only) {
 
 // Writes and reads that the old leader may have dropped go to the new one. Exactly-once makes a
 // second copy of a write harmless: the state machine answers it with the first one's result.
+void Replica::refuse_keepalives(ReadBatch& batch) {
+    for (const auto& [client, session] : batch.keepalives) {
+        respond_error(client, proto::UNAVAILABLE, "the leader changed; retry the keepalive");
+    }
+    batch.keepalives.clear();
+    for (const ForwardedKeepAlive& f : batch.forwarded) {
+        send_forward_reply(f.from, f.tag, proto::FORWARD_NOT_LEADER);
+    }
+    batch.forwarded.clear();
+}
+
 void Replica::resubmit_after_leader_change() {
     if (soft_.leader == raft::kNoNode) {
         return;
     }
     (void)route_pending_writes(/*forwarded_only=*/false);
-    for (const auto& [context, batch] : reads_in_flight_) {
-        raw_->read_index(context);
+    // Reads are asked again of the new leader. Keepalives are not: this node recorded them in
+    // its tracker as the leader it no longer is, and the new leader's round would acknowledge
+    // them without the new leader having recorded them (the client's safe-until would then
+    // outlast the expiry the new leader makes; found by the server simulator, seed 21).
+    for (auto it = reads_in_flight_.begin(); it != reads_in_flight_.end();) {
+        refuse_keepalives(it->second);
+        if (it->second.empty()) {
+            it = reads_in_flight_.erase(it);
+            continue;
+        }
+        raw_->read_index(it->first);
+        ++it;
     }
     for (auto& [tag, waiting] : keepalive_forwards_) {
         for (const auto& [client, session] : waiting.clients) {

@@ -24,11 +24,6 @@ void StorageWorker::submit(Task job, Task done) {
     wake_.notify_one();
 }
 
-size_t StorageWorker::queued() const {
-    std::lock_guard lock(mutex_);
-    return jobs_.size();
-}
-
 void StorageWorker::run() {
     pthread_setname_np(pthread_self(), "rl-storage");
     for (;;) {

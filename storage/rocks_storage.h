@@ -31,6 +31,7 @@
 #include "storage/codec.h"
 #include "storage/entry_cache.h"
 #include "storage/error.h"
+#include "storage/log_store.h"
 #include "storage/term_runs.h"
 
 namespace rocksdb {
@@ -54,7 +55,7 @@ struct RocksStorageOptions {
     bool flush_on_close = true;
 };
 
-class RocksStorage final : public raft::Storage {
+class RocksStorage final : public LogStore {
 public:
     // Opens (creating when missing, unless read-only) the store in `dir` and verifies all of it.
     // kCorruption names the file and the log index; the caller must not start the node then.
@@ -81,8 +82,15 @@ public:
     // (conflict truncation); entries at or below the log start are skipped. Precondition: the first
     // entry's index is at most last_index() + 1.
     void persist(const raft::Ready& ready) { persist(ready, ready.must_sync); }
-    // The same with the sync decided by the caller: raft::DriverHost::persist(ready, sync).
-    void persist(const raft::Ready& ready, bool sync);
+    // The same with the sync decided by the caller (LogStore).
+    void persist(const raft::Ready& ready, bool sync) override;
+    // LogStore: bootstrap() is append() then set_hard_state(); save_snapshot() is
+    // create_snapshot() then compact().
+    void bootstrap(const raft::Bootstrap& boot) override;
+    void save_snapshot(raft::Index index,
+                       const raft::ConfState& conf,
+                       std::string data,
+                       raft::Index compact_index) override;
     // Synced single writes, for bootstrap and tests.
     void set_hard_state(const raft::HardState& hs);
     void append(const std::vector<raft::Entry>& entries);

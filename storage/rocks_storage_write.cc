@@ -111,6 +111,23 @@ void RocksStorage::compact(raft::Index compact_index) {
     write(std::move(change), false);
 }
 
+void RocksStorage::bootstrap(const raft::Bootstrap& boot) {
+    RL_ASSERT_MSG(last_index() == 0 && hard_state().empty(), "bootstrap of a store in use");
+    append({boot.entry});
+    set_hard_state(boot.hard_state);
+}
+
+void RocksStorage::save_snapshot(raft::Index index,
+                                 const raft::ConfState& conf,
+                                 std::string data,
+                                 raft::Index compact_index) {
+    RL_ASSERT(compact_index <= index);
+    create_snapshot(index, conf, std::move(data));
+    if (compact_index >= first_index()) {
+        compact(compact_index);
+    }
+}
+
 void RocksStorage::write(Change change, bool sync) {
     RL_ASSERT(!options_.read_only);
     RL_ASSERT(!(change.replace_log && change.compact_to));

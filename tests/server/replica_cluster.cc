@@ -7,6 +7,9 @@
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
 
+#include "server/storage_worker.h"
+#include "storage/rocks_storage.h"
+
 namespace raftlock::server::test {
 
 void TaskQueue::post(std::function<void()> task) {
@@ -97,8 +100,9 @@ void ReplicaCluster::restart(uint64_t id) {
         });
     };
     n.metrics = std::make_unique<Metrics>();
-    n.replica = std::make_unique<Replica>(n.config, std::move(store).value(), n.peers, n.clients,
-                                          post, clock, *n.metrics);
+    n.replica = std::make_unique<Replica>(n.config, std::move(store).value(),
+                                          std::make_unique<StorageWorker>(post), n.peers, n.clients,
+                                          post, clock, *n.metrics, id * 1000 + epoch);
 }
 
 void ReplicaCluster::crash(uint64_t id) {

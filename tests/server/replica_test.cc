@@ -221,6 +221,33 @@ TEST_CASE("keepalives through a follower keep a session; silence expires it and 
     CHECK(late->code() == proto::SESSION_EXPIRED);
 }
 
+// Found by the server simulator (tests/sim/replica/, seed 21 before the fix): an isolated leader
+// took a keepalive into a ReadIndex round that could not complete; when the partition healed it
+// asked the new leader for the round again, and acknowledged the keepalive the new leader had
+// never recorded. The client's safe-until then outlasted the expiry the new leader made.
+TEST_CASE("a keepalive an old leader recorded is not acknowledged through the new leader",
+          "[server][replica][sessions]") {
+    ReplicaCluster c;
+    const uint64_t old_leader = c.wait_for_leader();
+    c.connect(old_leader, 1);
+    Client a;
+    open_session(c, old_leader, 1, a, 10000);
+    c.isolate(old_leader, true);
+    proto::Request keepalive = a.keepalive();
+    const uint64_t id = keepalive.request_id();
+    c.send(old_leader, 1, keepalive);
+    const uint64_t new_leader = c.wait_for_leader();
+    REQUIRE(new_leader != old_leader);
+    c.isolate(old_leader, false);
+    std::optional<proto::Response> answer;
+    REQUIRE(c.run_until([&] { return (answer = c.take_response(1, id)).has_value(); }, 3000));
+    // Retry the keepalive (it reaches the new leader): never OK from the old leader's round.
+    CHECK(answer->code() == proto::UNAVAILABLE);
+    auto retried = c.call(old_leader, 1, a.keepalive());
+    REQUIRE(retried.has_value());
+    CHECK(retried->code() == proto::OK);
+}
+
 TEST_CASE("a watch set by a read fires once on the node of the connection", "[server][replica]") {
     ReplicaCluster c;
     const uint64_t leader = c.wait_for_leader();

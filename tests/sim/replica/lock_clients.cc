@@ -1,0 +1,490 @@
+#include "tests/sim/replica/lock_clients.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "raft/assert.h"
+
+namespace raftlock::sim::replica {
+
+namespace {
+
+constexpr const char* kLock = "the-lock";
+// How long a client waits between tries when nothing answers or no node takes it.
+constexpr uint64_t kBackoffUs = 50'000;
+// Beyond the server's own timeouts: what a calm cluster needs to answer at all.
+constexpr uint64_t kAnswerSlackUs = 1'000'000;
+
+}  // namespace
+
+struct LockClients::Client {
+    size_t index = 0;
+    std::string owner;
+    std::string path;
+    std::optional<ConnId> conn;
+    uint64_t wake_token = 0;  // a wake-up runs only if no later one was scheduled
+
+    uint64_t session = 0;
+    uint64_t seq = 0;
+    uint64_t next_request_id = 1;
+    uint64_t safe_base_us = 0;  // send time of the latest acknowledged keepalive or open
+    bool created = false;
+
+    // The one operation in flight (keepalives aside), kept for retries with the same seq.
+    Op op = Op::kNone;
+    proto::Request request;
+    uint64_t op_sent_us = 0;       // this attempt
+    uint64_t op_answer_by_us = 0;  // a calm cluster answers this attempt by then
+    bool blame = false;            // false: the attempt is over (connection gone, retry due)
+
+    std::map<uint64_t, uint64_t> keepalives;  // request id -> send time
+
+    std::optional<uint64_t> token;  // holding, until release or lapse
+    size_t hold = 0;                // index in holds_
+    uint64_t hold_until_us = 0;
+    bool hold_open = false;  // acting as the holder: from the grant to the release or lapse
+
+    uint64_t acked_writes = 0;
+    uint64_t unknown_writes = 0;
+};
+
+LockClients::LockClients(World& world, const ClientParams& params)
+    : world_(world), params_(params) {
+    for (size_t i = 0; i < params.clients; ++i) {
+        auto c = std::make_unique<Client>();
+        c->index = i;
+        c->owner = fmt::format("c{}", i);
+        c->path = fmt::format("/c{}", i);
+        clients_.push_back(std::move(c));
+    }
+}
+
+LockClients::~LockClients() = default;
+
+void LockClients::start() {
+    for (auto& c : clients_) {
+        wake(*c, world_.rng().uniform(100'000));
+    }
+}
+
+void LockClients::stop() {
+    stopping_ = true;
+}
+
+void LockClients::fail(std::string message) {
+    failures_.push_back(fmt::format("t={:.3f}s {}", world_.now_us() / 1e6, message));
+}
+
+void LockClients::trace(const Client& c, std::string_view what) {
+    if (params_.trace) {
+        fmt::print("t={:.6f}s {} (session {}, conn {}{}): {}\n", world_.now_us() / 1e6, c.owner,
+                   c.session, c.conn.value_or(0),
+                   c.conn ? fmt::format(" to n{}", world_.node_of(*c.conn)) : "", what);
+    }
+}
+
+void LockClients::fail_liveness(std::string message) {
+    liveness_failures_.push_back(fmt::format("t={:.3f}s {}", world_.now_us() / 1e6, message));
+}
+
+uint64_t LockClients::safe_until_us(const Client& c) const {
+    return c.safe_base_us + static_cast<uint64_t>(params_.session_timeout_ms) * 1000;
+}
+
+void LockClients::wake(Client& c, uint64_t after_us) {
+    const uint64_t token = ++c.wake_token;
+    world_.agenda().at(world_.now_us() + after_us, [this, &c, token] {
+        if (c.wake_token == token) {
+            step(c);
+        }
+    });
+}
+
+bool LockClients::ensure_conn(Client& c) {
+    if (c.conn) {
+        return true;
+    }
+    const std::vector<NodeId> ids = world_.ids();
+    const NodeId node = ids[world_.rng().uniform(ids.size())];
+    c.conn = world_.open(node, *this);
+    if (!c.conn) {
+        return false;
+    }
+    by_conn_[*c.conn] = &c;
+    return true;
+}
+
+void LockClients::reconnect(Client& c) {
+    if (c.conn) {
+        by_conn_.erase(*c.conn);
+        world_.close(*c.conn);
+        c.conn.reset();
+    }
+    c.keepalives.clear();
+}
+
+proto::Request LockClients::base_request(Client& c, bool write) {
+    proto::Request r;
+    r.set_request_id(c.next_request_id++);
+    r.set_session_id(c.session);
+    if (write) {
+        r.set_seq(++c.seq);
+        r.set_ack_seq(c.seq - 1);
+    }
+    return r;
+}
+
+void LockClients::send_op(Client& c, Op op, proto::Request request) {
+    c.op = op;
+    c.request = std::move(request);
+    resend_op(c);
+}
+
+void LockClients::resend_op(Client& c) {
+    RL_ASSERT(c.op != Op::kNone);
+    if (!ensure_conn(c)) {
+        wake(c, kBackoffUs);
+        return;
+    }
+    c.request.set_request_id(c.next_request_id++);
+    c.op_sent_us = world_.now_us();
+    const server::ServerConfig& config = world_.params().config;
+    uint64_t answer_us = uint64_t{config.request_timeout_ms} * 1000 + kAnswerSlackUs;
+    if (c.op == Op::kAcquire) {
+        answer_us += static_cast<uint64_t>(params_.wait_ms) * 1000;
+    }
+    c.op_answer_by_us = c.op_sent_us + answer_us;
+    c.blame = true;
+    trace(c, fmt::format("sends {}", c.request.ShortDebugString()));
+    world_.send(*c.conn, c.request);
+    wake(c, answer_us);
+}
+
+void LockClients::step(Client& c) {
+    check_lapse(c);
+    const uint64_t now = world_.now_us();
+    if (c.op != Op::kNone) {
+        // Woken with an operation in flight: its answer is overdue.
+        if (now < c.op_answer_by_us) {
+            wake(c, c.op_answer_by_us - now);
+            return;
+        }
+        const std::optional<uint64_t> calm = world_.calm_since_us();
+        if (c.blame && calm && *calm <= c.op_sent_us && c.conn && world_.connected(*c.conn)) {
+            fail_liveness(fmt::format(
+                "client {}: request {} (seq {}) unanswered for {} ms on a calm cluster", c.owner,
+                c.request.request_id(), c.request.seq(), (now - c.op_sent_us) / 1000));
+        }
+        ++stats_.retries;
+        reconnect(c);
+        resend_op(c);
+        return;
+    }
+    if (c.session == 0) {
+        if (stopping_) {
+            return;
+        }
+        proto::Request r = base_request(c, false);
+        r.mutable_open_session()->set_timeout_ms(params_.session_timeout_ms);
+        send_op(c, Op::kOpen, std::move(r));
+        return;
+    }
+    if (!c.created) {
+        proto::Request r = base_request(c, true);
+        r.mutable_create()->set_path(c.path);
+        send_op(c, Op::kCreate, std::move(r));
+        return;
+    }
+    if (c.token) {
+        if (!c.hold_open || now >= c.hold_until_us || stopping_) {
+            proto::Request r = base_request(c, true);
+            r.mutable_release()->set_name(kLock);
+            r.mutable_release()->set_owner_tag(c.owner);
+            r.mutable_release()->set_token(*c.token);
+            if (c.hold_open) {
+                end_hold(c, now, false);  // the client stops acting as the holder now
+            }
+            send_op(c, Op::kRelease, std::move(r));
+            return;
+        }
+        proto::Request r = base_request(c, true);
+        r.mutable_fence()->set_lock(kLock);
+        r.mutable_fence()->set_token(*c.token);
+        r.mutable_set_data()->set_path(c.path);
+        r.mutable_set_data()->set_data(fmt::format("{}", c.seq));
+        r.mutable_set_data()->set_version(-1);
+        send_op(c, Op::kWrite, std::move(r));
+        return;
+    }
+    if (stopping_) {
+        return;  // its keepalives go on
+    }
+    proto::Request r = base_request(c, true);
+    r.mutable_acquire()->set_name(kLock);
+    r.mutable_acquire()->set_owner_tag(c.owner);
+    r.mutable_acquire()->set_mode(proto::EXCLUSIVE);
+    r.mutable_acquire()->set_wait_ms(params_.wait_ms);
+    send_op(c, Op::kAcquire, std::move(r));
+}
+
+// Every third of the timeout while the session lasts, whatever else the client waits for.
+void LockClients::keepalive(Client& c) {
+    const uint64_t session = c.session;
+    world_.agenda().at(world_.now_us() + static_cast<uint64_t>(params_.session_timeout_ms) * 333,
+                       [this, &c, session] {
+                           if (c.session != session) {
+                               return;
+                           }
+                           check_lapse(c);
+                           if (c.conn) {
+                               proto::Request r = base_request(c, false);
+                               r.mutable_keep_alive();
+                               c.keepalives[r.request_id()] = world_.now_us();
+                               trace(c, fmt::format("keepalive {}", r.request_id()));
+                               world_.send(*c.conn, std::move(r));
+                           }
+                           keepalive(c);
+                       });
+}
+
+void LockClients::on_message(ConnId conn, const proto::ServerMessage& message) {
+    auto it = by_conn_.find(conn);
+    if (it == by_conn_.end()) {
+        return;  // a connection the client has left
+    }
+    Client& c = *it->second;
+    check_lapse(c);
+    trace(c, fmt::format("hears {}", message.ShortDebugString()));
+    if (message.has_session_ended()) {
+        if (message.session_ended().session_id() == c.session) {
+            lose_session(c, "its SessionEnded push");
+        }
+        return;
+    }
+    if (message.has_response()) {
+        on_response(c, message.response());
+    }
+}
+
+void LockClients::on_closed(ConnId conn) {
+    auto it = by_conn_.find(conn);
+    if (it == by_conn_.end()) {
+        return;
+    }
+    Client& c = *it->second;
+    by_conn_.erase(it);
+    c.conn.reset();
+    c.keepalives.clear();
+    if (c.op != Op::kNone) {
+        // The attempt is over: step() sends it again, on another connection.
+        c.blame = false;
+        c.op_answer_by_us = world_.now_us() + kBackoffUs;
+        wake(c, kBackoffUs);
+    }
+}
+
+void LockClients::on_response(Client& c, const proto::Response& r) {
+    if (auto k = c.keepalives.find(r.request_id()); k != c.keepalives.end()) {
+        const uint64_t sent = k->second;
+        c.keepalives.erase(k);
+        on_keepalive_answer(c, sent, r);
+        return;
+    }
+    if (c.op == Op::kNone || r.request_id() != c.request.request_id()) {
+        return;  // an answer to an attempt the client gave up on
+    }
+    on_op_answer(c, r);
+}
+
+void LockClients::on_keepalive_answer(Client& c, uint64_t sent_us, const proto::Response& r) {
+    if (r.code() == proto::OK) {
+        c.safe_base_us = std::max(c.safe_base_us, sent_us);
+    } else if (r.code() == proto::SESSION_EXPIRED) {
+        lose_session(c, "a keepalive answered SESSION_EXPIRED");
+    }
+}
+
+void LockClients::on_op_answer(Client& c, const proto::Response& r) {
+    const Op op = c.op;
+    const uint64_t sent = c.op_sent_us;
+    const proto::Code code = r.code();
+    // The server does not know the outcome, or did nothing: the same request again, elsewhere
+    // when this node has no leader.
+    if (code == proto::TIMEOUT || code == proto::UNAVAILABLE || code == proto::SHUTTING_DOWN ||
+        code == proto::TOO_MANY_REQUESTS) {
+        if (code != proto::TIMEOUT) {
+            reconnect(c);
+        }
+        c.blame = false;
+        c.op_answer_by_us = world_.now_us() + kBackoffUs;
+        wake(c, kBackoffUs);
+        return;
+    }
+    c.op = Op::kNone;
+    if (code == proto::SESSION_EXPIRED && op != Op::kOpen) {
+        if (op == Op::kWrite) {
+            ++c.unknown_writes;  // it may have applied before the session ended
+        }
+        lose_session(c, "an answer SESSION_EXPIRED");
+        wake(c, 0);
+        return;
+    }
+    switch (op) {
+        case Op::kOpen:
+            if (code == proto::OK) {
+                c.session = r.open_session().session_id();
+                c.seq = 0;
+                c.safe_base_us = sent;
+                ++stats_.sessions;
+                keepalive(c);
+            }
+            break;
+        case Op::kCreate:
+            if (code == proto::OK || code == proto::NODE_EXISTS) {
+                c.created = true;
+            } else {
+                fail_liveness(
+                    fmt::format("client {}: create answered {}", c.owner, proto::Code_Name(code)));
+            }
+            break;
+        case Op::kAcquire:
+            if (code == proto::OK && r.lock().outcome() == proto::LOCK_GRANTED) {
+                const uint64_t token = r.lock().token();
+                const uint64_t now = world_.now_us();
+                ++stats_.grants;
+                for (auto& other : clients_) {
+                    check_lapse(*other);
+                }
+                if (now >= safe_until_us(c)) {
+                    // Granted, but the session may be gone already: not a hold (release it).
+                    c.token = token;
+                    c.hold_open = false;
+                    break;
+                }
+                for (const Hold& h : holds_) {
+                    if (h.token == token) {
+                        fail(fmt::format("token {} granted to {} was granted before to c{}", token,
+                                         c.owner, h.client));
+                    }
+                    if (!h.end_us && h.client != c.index) {
+                        fail(fmt::format(
+                            "two holders: {} granted token {} while c{} holds token {} since "
+                            "t={:.3f}s",
+                            c.owner, token, h.client, h.token, h.start_us / 1e6));
+                    }
+                }
+                if (token <= max_ended_token_) {
+                    fail(fmt::format("{} granted token {}, not above token {} of an ended hold",
+                                     c.owner, token, max_ended_token_));
+                }
+                c.token = token;
+                c.hold_open = true;
+                c.hold = holds_.size();
+                holds_.push_back(Hold{c.index, token, now, std::nullopt});
+                c.hold_until_us =
+                    now +
+                    1000 * (params_.hold_min_ms +
+                            world_.rng().uniform(params_.hold_max_ms - params_.hold_min_ms + 1));
+            } else if (code != proto::WAIT_TIMEOUT && code != proto::ALREADY_WAITING) {
+                fail_liveness(fmt::format("client {}: acquire answered {} ({})", c.owner,
+                                          proto::Code_Name(code), r.message()));
+            }
+            break;
+        case Op::kWrite:
+            if (code == proto::OK) {
+                ++c.acked_writes;
+                ++stats_.fenced_writes;
+            } else if (code == proto::FENCE_REJECTED) {
+                if (c.hold_open && world_.now_us() < safe_until_us(c)) {
+                    fail(
+                        fmt::format("{}'s fenced write with token {} was rejected while its "
+                                    "safe-until ({:.3f}s) had not passed",
+                                    c.owner, c.token.value_or(0), safe_until_us(c) / 1e6));
+                }
+                if (c.hold_open) {
+                    end_hold(c, world_.now_us(), true);
+                }
+            } else {
+                fail_liveness(fmt::format("client {}: fenced write answered {} ({})", c.owner,
+                                          proto::Code_Name(code), r.message()));
+            }
+            break;
+        case Op::kRelease:
+            c.token.reset();
+            if (code == proto::OK) {
+                ++stats_.releases;
+            }
+            break;
+        case Op::kNone:
+            RL_ASSERT(false);
+    }
+    wake(c, 0);
+}
+
+void LockClients::lose_session(Client& c, std::string_view how) {
+    if (c.session == 0) {
+        return;
+    }
+    const uint64_t now = world_.now_us();
+    if (now < safe_until_us(c)) {
+        fail(
+            fmt::format("session {} of {} ended ({}) at t={:.3f}s, before its safe-until "
+                        "t={:.3f}s",
+                        c.session, c.owner, how, now / 1e6, safe_until_us(c) / 1e6));
+    }
+    if (c.hold_open) {
+        end_hold(c, now, true);
+    }
+    if (c.op == Op::kWrite) {
+        ++c.unknown_writes;
+    }
+    ++stats_.sessions_lost;
+    c.session = 0;
+    c.op = Op::kNone;
+    c.token.reset();
+    c.keepalives.clear();
+    wake(c, 0);
+}
+
+void LockClients::end_hold(Client& c, uint64_t at_us, bool lapsed) {
+    RL_ASSERT(c.token.has_value());
+    RL_ASSERT(c.hold_open);
+    c.hold_open = false;
+    Hold& h = holds_.at(c.hold);
+    RL_ASSERT(!h.end_us.has_value());
+    h.end_us = at_us;
+    max_ended_token_ = std::max(max_ended_token_, h.token);
+    if (lapsed) {
+        ++stats_.lapses;
+    }
+}
+
+void LockClients::check_lapse(Client& c) {
+    if (c.hold_open && world_.now_us() >= safe_until_us(c)) {
+        end_hold(c, safe_until_us(c), true);
+    }
+}
+
+void LockClients::final_check() {
+    const std::vector<NodeId> ids = world_.ids();
+    for (NodeId id : ids) {
+        RL_ASSERT(world_.up(id));
+    }
+    const statemachine::StateMachine& sm = world_.replica(ids.front()).state();
+    for (const auto& c : clients_) {
+        if (c->op == Op::kWrite) {
+            ++c->unknown_writes;
+        }
+        const std::optional<statemachine::Stat> stat = sm.exists(c->path);
+        const uint64_t version = stat ? static_cast<uint64_t>(stat->version) : 0;
+        if (version < c->acked_writes || version > c->acked_writes + c->unknown_writes) {
+            fail(
+                fmt::format("exactly once: {} has version {}, with {} writes acknowledged and "
+                            "{} of unknown outcome",
+                            c->path, version, c->acked_writes, c->unknown_writes));
+        }
+    }
+}
+
+}  // namespace raftlock::sim::replica

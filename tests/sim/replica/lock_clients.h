@@ -1,0 +1,119 @@
+#pragma once
+
+// Simulated native clients of the server simulator, and the server-level checks on what they see.
+//
+// Each client does what the client library does (client/): it opens a session and keeps it alive
+// with keepalives at a third of its timeout, acquires one exclusive lock with a wait, and while it
+// holds the lock makes fenced writes (SetData with the lock's token) to a node of its own, then
+// releases. A write whose answer is lost is retried with the same (session, seq) on another node,
+// as exactly-once allows. The client computes its safe-until deadline as the library does
+// (client/safe_until.h, with no margin: the simulated clocks do not drift): send time of the
+// latest acknowledged keepalive (or the open) + the session timeout. It acts as the holder only
+// until then.
+//
+// The checks, each on every event:
+//   one holder      no two clients hold the lock at once, each until its release was sent or
+//                   its safe-until passed, whichever came first
+//   safe-until      no session ends (its SessionEnded push, a SESSION_EXPIRED answer, a fenced
+//                   write rejected) while its client's safe-until has not passed
+//   tokens          a grant's token is new, and above every token of a hold that ended before
+//   answered        a node that was neither crashed nor paused since a request arrived answers it
+//                   within the request timeout (plus the acquire's wait)
+// and at the end:
+//   exactly once    every client's node was changed by each acknowledged write exactly once:
+//                   acknowledged <= version <= acknowledged + writes of unknown outcome
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/sim/replica/world.h"
+
+namespace raftlock::sim::replica {
+
+struct ClientParams {
+    size_t clients = 4;
+    int64_t session_timeout_ms = 1000;
+    int64_t wait_ms = 1500;
+    uint64_t hold_min_ms = 10;
+    uint64_t hold_max_ms = 200;
+    bool trace = false;  // print every request and answer
+};
+
+struct ClientStats {
+    uint64_t sessions = 0;
+    uint64_t grants = 0;
+    uint64_t releases = 0;
+    uint64_t fenced_writes = 0;  // acknowledged
+    uint64_t lapses = 0;         // holds that ended at the safe-until deadline
+    uint64_t sessions_lost = 0;
+    uint64_t retries = 0;
+};
+
+class LockClients final : public ClientObserver {
+public:
+    LockClients(World& world, const ClientParams& params);
+    ~LockClients() override;
+
+    // Starts every client; stop() makes them finish what they do and start nothing new.
+    void start();
+    void stop();
+    // The end-of-run checks, once the cluster has settled (every node up and caught up).
+    void final_check();
+
+    // Broken promises (one holder, safe-until, tokens, exactly once), and requests left
+    // unanswered (liveness).
+    const std::vector<std::string>& failures() const { return failures_; }
+    const std::vector<std::string>& liveness_failures() const { return liveness_failures_; }
+    const ClientStats& stats() const { return stats_; }
+
+    // ClientObserver
+    void on_message(ConnId conn, const proto::ServerMessage& message) override;
+    void on_closed(ConnId conn) override;
+
+private:
+    struct Client;
+    enum class Op : uint8_t { kNone, kOpen, kCreate, kAcquire, kWrite, kRelease };
+
+    void step(Client& c);
+    void wake(Client& c, uint64_t after_us);
+    bool ensure_conn(Client& c);
+    void reconnect(Client& c);
+    proto::Request base_request(Client& c, bool write);
+    void send_op(Client& c, Op op, proto::Request request);
+    void resend_op(Client& c);
+    void on_response(Client& c, const proto::Response& r);
+    void on_op_answer(Client& c, const proto::Response& r);
+    void on_keepalive_answer(Client& c, uint64_t sent_us, const proto::Response& r);
+    void keepalive(Client& c);
+    void lose_session(Client& c, std::string_view how);
+    void end_hold(Client& c, uint64_t at_us, bool lapsed);
+    // The hold is over once safe-until passed: closes it at the deadline.
+    void check_lapse(Client& c);
+    uint64_t safe_until_us(const Client& c) const;
+    void fail(std::string message);
+    void trace(const Client& c, std::string_view what);
+    void fail_liveness(std::string message);
+
+    World& world_;
+    ClientParams params_;
+    std::vector<std::unique_ptr<Client>> clients_;
+    std::map<ConnId, Client*> by_conn_;
+    bool stopping_ = false;
+    ClientStats stats_;
+    std::vector<std::string> failures_;
+    std::vector<std::string> liveness_failures_;
+    // The lock's holds, for the one-holder and token checks.
+    struct Hold {
+        size_t client = 0;
+        uint64_t token = 0;
+        uint64_t start_us = 0;
+        std::optional<uint64_t> end_us;
+    };
+    std::vector<Hold> holds_;
+    uint64_t max_ended_token_ = 0;
+};
+
+}  // namespace raftlock::sim::replica

@@ -1,0 +1,325 @@
+// raftlock-replica-sim: the server simulator (issue 19). Each seed runs three real
+// server::Replica objects (world.h) with simulated lock clients (lock_clients.h) under a seeded
+// nemesis, then lets the cluster settle and checks the end state.
+//
+//   raftlock-replica-sim --seeds 1..200     a sweep; prints each failing seed and a summary
+//   raftlock-replica-sim --seed 17 -v       one seed, with the replicas' logs and the faults
+//   raftlock-replica-sim-unsafe --break proposal-forwarding --seeds 1..200 --expect-violation
+//                                           a negative control: passes when some seed fails
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
+#include "server/negative_controls.h"
+#endif
+#include "tests/sim/replica/lock_clients.h"
+#include "tests/sim/replica/world.h"
+
+namespace raftlock::sim::replica {
+namespace {
+
+constexpr uint64_t kSecond = 1'000'000;
+constexpr uint64_t kFaultyUs = 12 * kSecond;   // the nemesis acts during this much
+constexpr uint64_t kSettleUs = 8 * kSecond;    // then everything heals and clients wind down
+constexpr uint64_t kCatchUpUs = 10 * kSecond;  // at most this much more for replicas to agree
+
+WorldParams world_params() {
+    WorldParams p;
+    server::ServerConfig& c = p.config;
+    c.cluster_id = 1;
+    c.tick_ms = 10;
+    c.election_timeout_ms = 300;
+    c.heartbeat_interval_ms = 50;
+    c.request_timeout_ms = 2000;
+    c.session_timeout_ms_min = 500;
+    c.session_timeout_ms_max = 60000;
+    c.snapshot_every_entries = 300;
+    c.compaction_lag_entries = 50;
+    return p;
+}
+
+struct RunResult {
+    std::vector<std::string> failures;        // safety: what a negative control must cause
+    std::vector<std::string> other_failures;  // liveness, and runs that proved nothing
+    ClientStats stats;
+    uint64_t faults = 0;
+    std::string fingerprint;  // what two runs of one seed must agree on
+};
+
+// One fault at a time: which, on which node, for how long.
+class Nemesis {
+public:
+    Nemesis(World& world, bool verbose) : world_(world), verbose_(verbose) {}
+
+    void start() { schedule(world_.now_us() + 200'000 + world_.rng().uniform(kSecond)); }
+    void stop() {
+        stopped_ = true;
+        end_fault();
+    }
+    uint64_t faults() const { return faults_; }
+
+private:
+    void schedule(uint64_t at_us) {
+        world_.agenda().at(at_us, [this] { act(); });
+    }
+    void log(const std::string& what) {
+        if (verbose_) {
+            fmt::print("t={:.3f}s nemesis: {}\n", world_.now_us() / 1e6, what);
+        }
+    }
+    void act() {
+        if (stopped_) {
+            return;
+        }
+        const std::vector<NodeId> ids = world_.ids();
+        const NodeId node = ids[world_.rng().uniform(ids.size())];
+        const uint64_t lasts = 100'000 + world_.rng().uniform(2'500'000);
+        ++faults_;
+        switch (world_.rng().uniform(4)) {
+            case 0:
+                log(fmt::format("crash n{} for {} ms", node, lasts / 1000));
+                world_.crash(node);
+                end_ = [this, node] {
+                    log(fmt::format("restart n{}", node));
+                    world_.restart(node);
+                };
+                break;
+            case 1:
+                log(fmt::format("pause n{} for {} ms", node, lasts / 1000));
+                world_.pause(node);
+                end_ = [this, node] {
+                    log(fmt::format("resume n{}", node));
+                    world_.resume(node);
+                };
+                break;
+            case 2:
+                log(fmt::format("isolate n{} for {} ms", node, lasts / 1000));
+                world_.isolate(node);
+                end_ = [this] {
+                    log("heal");
+                    world_.heal();
+                };
+                break;
+            default: {
+                const uint32_t loss = 50 + static_cast<uint32_t>(world_.rng().uniform(400));
+                log(fmt::format("lose {} per mille of peer frames for {} ms", loss, lasts / 1000));
+                world_.set_loss_per_mille(loss);
+                end_ = [this] {
+                    log("no loss");
+                    world_.set_loss_per_mille(0);
+                };
+            }
+        }
+        world_.agenda().at(world_.now_us() + lasts, [this] {
+            end_fault();
+            if (!stopped_) {
+                schedule(world_.now_us() + world_.rng().uniform(kSecond));
+            }
+        });
+    }
+    void end_fault() {
+        if (end_) {
+            std::function<void()> end = std::move(end_);
+            end_ = nullptr;
+            end();
+        }
+    }
+
+    World& world_;
+    bool verbose_;
+    bool stopped_ = false;
+    uint64_t faults_ = 0;
+    std::function<void()> end_;
+};
+
+// Every node up, and all of them at the same applied index.
+bool settled(const World& world) {
+    std::optional<uint64_t> applied;
+    for (NodeId id : world.ids()) {
+        if (!world.up(id) || world.paused(id)) {
+            return false;
+        }
+        const uint64_t a = world.replica(id).applied_index();
+        if (applied && *applied != a) {
+            return false;
+        }
+        applied = a;
+    }
+    return true;
+}
+
+RunResult run(uint64_t seed, bool verbose) {
+    World world(seed, world_params());
+    ClientParams client_params;
+    client_params.trace = verbose;
+    LockClients clients(world, client_params);
+    Nemesis nemesis(world, verbose);
+    clients.start();
+    nemesis.start();
+    world.run_until(kFaultyUs);
+    nemesis.stop();
+    clients.stop();
+    world.run_until(kFaultyUs + kSettleUs);
+    const uint64_t deadline = world.now_us() + kCatchUpUs;
+    while (!settled(world) && world.now_us() < deadline) {
+        world.run_until(world.now_us() + 100'000);
+    }
+    RunResult result;
+    if (settled(world)) {
+        clients.final_check();
+    } else {
+        result.other_failures.push_back("the replicas did not settle at one applied index:\n" +
+                                        world.describe());
+    }
+    result.failures = clients.failures();
+    result.other_failures.insert(result.other_failures.end(), clients.liveness_failures().begin(),
+                                 clients.liveness_failures().end());
+    result.stats = clients.stats();
+    result.faults = nemesis.faults();
+    // A run that did nothing or injected nothing proves nothing.
+    if (result.stats.grants == 0 || result.stats.fenced_writes == 0) {
+        result.other_failures.push_back(
+            fmt::format("no lock was granted and used (grants {}, fenced "
+                        "writes {})",
+                        result.stats.grants, result.stats.fenced_writes));
+    }
+    if (result.faults == 0) {
+        result.other_failures.push_back("no fault was injected");
+    }
+    result.fingerprint =
+        fmt::format("{}|{} {} {} {} {} {} {}|{}|{}", world.describe(), result.stats.sessions,
+                    result.stats.grants, result.stats.releases, result.stats.fenced_writes,
+                    result.stats.lapses, result.stats.sessions_lost, result.stats.retries,
+                    world.now_us(), fmt::join(result.failures, ";"));
+    if (verbose) {
+        fmt::print("{}", world.describe());
+    }
+    return result;
+}
+
+bool parse_range(const char* text, uint64_t& first, uint64_t& last) {
+    const char* dots = std::strstr(text, "..");
+    if (dots == nullptr) {
+        first = last = std::strtoull(text, nullptr, 10);
+    } else {
+        first = std::strtoull(text, nullptr, 10);
+        last = std::strtoull(dots + 2, nullptr, 10);
+    }
+    return first >= 1 && first <= last;
+}
+
+int main_impl(int argc, char** argv) {
+    uint64_t first = 1;
+    uint64_t last = 100;
+    bool verbose = false;
+    bool expect_violation = false;
+    bool check_determinism = false;
+    std::string replay_flags;  // the switches a replay needs besides the seed
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+#ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
+        if (arg == "--break" && i + 1 < argc) {
+            const auto control = server::negative_controls::parse(argv[++i]);
+            if (!control) {
+                fmt::print(stderr, "unknown negative control {}\n", argv[i]);
+                return 2;
+            }
+            server::negative_controls::turn_on(*control);
+            replay_flags += fmt::format(" --break {}", argv[i]);
+            continue;
+        }
+#endif
+        if (arg == "--expect-violation") {
+            expect_violation = true;
+            continue;
+        }
+        if (arg == "--check-determinism") {
+            check_determinism = true;
+            continue;
+        }
+        if ((arg == "--seeds" || arg == "--seed") && i + 1 < argc) {
+            if (!parse_range(argv[++i], first, last)) {
+                fmt::print(stderr, "bad seed range {}: want N or A..B with 1 <= A <= B\n", argv[i]);
+                return 2;
+            }
+        } else if (arg == "-v" || arg == "--verbose") {
+            verbose = true;
+        } else {
+            fmt::print(
+                stderr,
+                "usage: raftlock-replica-sim [--seeds A..B | --seed N] [-v] "
+                "[--expect-violation] [--check-determinism]\n"
+                "  runs real replicas under a seeded nemesis; a failing seed replays with\n"
+                "  raftlock-replica-sim --seed N -v. raftlock-replica-sim-unsafe also takes\n"
+                "  --break local-reads|proposal-forwarding|keepalive-without-read-index|\n"
+                "  forward-answered-early\n");
+            return 2;
+        }
+    }
+    spdlog::set_level(verbose ? spdlog::level::info : spdlog::level::off);
+    const auto started = std::chrono::steady_clock::now();
+    uint64_t failed = 0;
+    ClientStats total;
+    uint64_t faults = 0;
+    for (uint64_t seed = first; seed <= last; ++seed) {
+        RunResult r = run(seed, verbose);
+        if (check_determinism && run(seed, false).fingerprint != r.fingerprint) {
+            r.other_failures.push_back("a second run of the seed ended differently");
+        }
+        total.grants += r.stats.grants;
+        total.fenced_writes += r.stats.fenced_writes;
+        total.lapses += r.stats.lapses;
+        total.sessions_lost += r.stats.sessions_lost;
+        faults += r.faults;
+        if (verbose) {
+            fmt::print(
+                "seed {}: {} grants, {} fenced writes, {} releases, {} lapses, {} sessions "
+                "lost, {} retries, {} faults\n",
+                seed, r.stats.grants, r.stats.fenced_writes, r.stats.releases, r.stats.lapses,
+                r.stats.sessions_lost, r.stats.retries, r.faults);
+        }
+        if (!r.failures.empty() || !r.other_failures.empty()) {
+            ++failed;
+            fmt::print("FAIL seed {} (replay: {}{} --seed {} -v)\n", seed, argv[0], replay_flags,
+                       seed);
+            for (const std::string& f : r.failures) {
+                fmt::print("  {}\n", f);
+            }
+            for (const std::string& f : r.other_failures) {
+                fmt::print("  {}\n", f);
+            }
+            // A control is caught by a broken promise, not by a run that stalled.
+            if (expect_violation && !r.failures.empty()) {
+                fmt::print("the negative control was caught at seed {}\n", seed);
+                return 0;
+            }
+        }
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const uint64_t seeds = last - first + 1;
+    fmt::print(
+        "{} seeds {}..{}: {} failed; {} grants, {} fenced writes, {} lapses, {} sessions "
+        "lost, {} faults; {:.1f} s ({:.1f} seeds/s)\n",
+        seeds, first, last, failed, total.grants, total.fenced_writes, total.lapses,
+        total.sessions_lost, faults, seconds, seeds / seconds);
+    if (expect_violation) {
+        fmt::print("NOT CAUGHT: no seed failed\n");
+        return 1;
+    }
+    return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace raftlock::sim::replica
+
+int main(int argc, char** argv) {
+    return raftlock::sim::replica::main_impl(argc, argv);
+}

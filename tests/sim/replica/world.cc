@@ -1,0 +1,514 @@
+#include "tests/sim/replica/world.h"
+
+#include <fmt/format.h>
+
+#include "raft/assert.h"
+
+namespace raftlock::sim::replica {
+
+void Agenda::at(uint64_t time_us, std::function<void()> event) {
+    RL_ASSERT(time_us >= now_us_);
+    RL_ASSERT_MSG(heap_.size() < (1u << 22), "server simulator: runaway agenda");
+    heap_.push(Item{time_us, next_seq_++, std::move(event)});
+}
+
+bool Agenda::run_next(uint64_t until_us) {
+    if (heap_.empty() || heap_.top().time_us > until_us) {
+        return false;
+    }
+    // The event is moved out before it runs: it may schedule more.
+    Item item = std::move(const_cast<Item&>(heap_.top()));
+    heap_.pop();
+    RL_ASSERT(item.time_us >= now_us_);
+    now_us_ = item.time_us;
+    item.event();
+    return true;
+}
+
+namespace {
+
+// Every node reads the one simulated clock (no skew: the safe-until check has no margin).
+class SimClock final : public server::Clock {
+public:
+    explicit SimClock(const Agenda& agenda) : agenda_(agenda) {}
+    int64_t steady_ms() const override { return steady_us() / 1000; }
+    int64_t steady_us() const override { return static_cast<int64_t>(agenda_.now_us()); }
+    int64_t wall_ms() const override { return 1'800'000'000'000 + steady_ms(); }
+
+private:
+    const Agenda& agenda_;
+};
+
+// The node's disk as the replica's store. The disk outlives the replica (it is the node's, across
+// crashes); no write faults are injected here, so every write succeeds.
+class SimLogStore final : public storage::LogStore {
+public:
+    explicit SimLogStore(storage::FaultInjectingStorage& disk) : disk_(disk) {}
+
+    raft::InitialState initial_state() const override { return disk_.initial_state(); }
+    raft::StorageResult<std::vector<raft::Entry>> entries(raft::Index lo,
+                                                          raft::Index hi,
+                                                          uint64_t max_bytes) const override {
+        return disk_.entries(lo, hi, max_bytes);
+    }
+    raft::StorageResult<raft::Term> term(raft::Index i) const override { return disk_.term(i); }
+    raft::Index first_index() const override { return disk_.first_index(); }
+    raft::Index last_index() const override { return disk_.last_index(); }
+    raft::StorageResult<raft::Snapshot> snapshot() const override { return disk_.snapshot(); }
+
+    void bootstrap(const raft::Bootstrap& boot) override {
+        RL_ASSERT(disk_.last_index() == 0);
+        written(disk_.write_entries({boot.entry}));
+        written(disk_.write_hard_state(boot.hard_state));
+        written(disk_.sync());
+    }
+    void persist(const raft::Ready& ready, bool sync) override {
+        if (ready.snapshot) {
+            written(disk_.write_snapshot(*ready.snapshot));
+        }
+        if (!ready.entries.empty()) {
+            written(disk_.write_entries(ready.entries));
+        }
+        if (ready.hard_state) {
+            written(disk_.write_hard_state(*ready.hard_state));
+        }
+        if (sync) {
+            written(disk_.sync());
+        }
+    }
+    void save_snapshot(raft::Index index,
+                       const raft::ConfState& conf,
+                       std::string data,
+                       raft::Index compact_index) override {
+        written(disk_.save_snapshot(index, conf, std::move(data), compact_index));
+    }
+
+private:
+    static void written(storage::WriteStatus status) {
+        RL_ASSERT_MSG(status == storage::WriteStatus::kOk, "no write fault is injected here");
+    }
+    storage::FaultInjectingStorage& disk_;
+};
+
+}  // namespace
+
+struct World::Node {
+    NodeId id = 0;
+    server::ServerConfig config;
+    storage::FaultInjectingStorage disk;
+    Rng disk_rng{0};
+    std::unique_ptr<SimClock> clock;
+    std::unique_ptr<server::Metrics> metrics;
+    std::unique_ptr<server::PeerSink> peers;
+    std::unique_ptr<server::ClientSink> clients;
+    std::unique_ptr<server::Replica> replica;
+    uint32_t incarnation = 0;
+    bool paused = false;
+    std::vector<std::function<void()>> deferred;  // events that came due while paused
+    std::function<void()> deferred_tick;          // the tick that came due while paused
+};
+
+// The storage thread of a simulated node: one write at a time, in order, each taking a seeded
+// disk latency; the completion runs on the node's loop. Destroyed with its replica (a crash):
+// the writes it has not run are lost, and its events find the incarnation gone.
+class SimExecutor final : public server::StorageExecutor {
+public:
+    SimExecutor(World& world, NodeId node) : world_(world), node_(node) {}
+
+    void submit(Task job, Task done) override {
+        jobs_.emplace_back(std::move(job), std::move(done));
+        if (!busy_) {
+            start_next();
+        }
+    }
+
+private:
+    void start_next() {
+        RL_ASSERT(!jobs_.empty());
+        busy_ = true;
+        const uint64_t at = world_.now_us() + world_.latency(world_.params_.disk_latency_min_us,
+                                                             world_.params_.disk_latency_max_us);
+        world_.node_at(node_, at, [this] {
+            std::pair<Task, Task> next = std::move(jobs_.front());
+            jobs_.pop_front();
+            next.first();
+            if (next.second) {
+                world_.node_at(node_, world_.now_us(), std::move(next.second));
+            }
+            busy_ = false;
+            if (!jobs_.empty()) {
+                start_next();
+            }
+        });
+    }
+
+    World& world_;
+    NodeId node_;
+    std::deque<std::pair<Task, Task>> jobs_;
+    bool busy_ = false;
+};
+
+struct SimPeerSink final : server::PeerSink {
+    SimPeerSink(World& world, NodeId from) : world(world), from(from) {}
+    bool send(uint64_t to, const proto::PeerFrame& frame) override {
+        if (world.nodes_.count(to) == 0) {
+            return false;
+        }
+        if (!world.linked(from, to)) {
+            world.lost_links_.insert({from, to});
+            return true;  // the kernel took it; the link is dead and will say so
+        }
+        uint64_t& busy = world.link_busy_until_us_[{from, to}];
+        const uint64_t at =
+            std::max(busy, world.now_us() + world.latency(world.params_.net_latency_min_us,
+                                                          world.params_.net_latency_max_us));
+        busy = at;
+        world.agenda_.at(
+            at, [w = &world, from = from, to, frame] { w->deliver_frame(from, to, frame); });
+        return true;
+    }
+    void set_peers(const std::vector<net::PeerAddress>& peers) override { (void)peers; }
+
+    World& world;
+    NodeId from;
+};
+
+struct SimClientSink final : server::ClientSink {
+    explicit SimClientSink(World& world) : world(world) {}
+    void send(net::ConnectionId id, const proto::ServerMessage& message) override {
+        auto it = world.conns_.find(id);
+        if (it == world.conns_.end()) {
+            return;
+        }
+        World::Conn& c = it->second;
+        c.to_client_us = std::max(c.to_client_us,
+                                  world.now_us() + world.latency(world.params_.net_latency_min_us,
+                                                                 world.params_.net_latency_max_us));
+        world.agenda_.at(c.to_client_us, [w = &world, id, message] {
+            auto conn = w->conns_.find(id);
+            if (conn != w->conns_.end()) {
+                conn->second.observer->on_message(id, message);
+            }
+        });
+    }
+    void close(net::ConnectionId id) override {
+        auto it = world.conns_.find(id);
+        if (it == world.conns_.end()) {
+            return;
+        }
+        ClientObserver* observer = it->second.observer;
+        world.conns_.erase(it);
+        world.agenda_.at(world.now_us(), [observer, id] { observer->on_closed(id); });
+    }
+
+    World& world;
+};
+
+World::World(uint64_t seed, const WorldParams& params) : params_(params), rng_(seed) {
+    RL_ASSERT(params.nodes >= 1);
+    server::ServerConfig base = params.config;
+    base.members.clear();
+    for (NodeId id = 1; id <= params.nodes; ++id) {
+        base.members.push_back(
+            server::Member{id, server::Endpoint{"10.0.0." + std::to_string(id), 7001}});
+    }
+    for (NodeId id = 1; id <= params.nodes; ++id) {
+        auto n = std::make_unique<Node>();
+        n->id = id;
+        n->config = base;
+        n->config.node_id = id;
+        n->config.client_listen = server::Endpoint{"10.0.0." + std::to_string(id), 7101};
+        n->disk_rng = Rng(rng_.next());
+        n->clock = std::make_unique<SimClock>(agenda_);
+        n->peers = std::make_unique<SimPeerSink>(*this, id);
+        n->clients = std::make_unique<SimClientSink>(*this);
+        nodes_.emplace(id, std::move(n));
+    }
+    for (auto& [id, n] : nodes_) {
+        start(*n);
+    }
+}
+
+World::~World() {
+    // Replicas first: their destructors must not find the sinks gone.
+    for (auto& [id, n] : nodes_) {
+        n->replica.reset();
+    }
+}
+
+std::vector<NodeId> World::ids() const {
+    std::vector<NodeId> out;
+    for (const auto& [id, n] : nodes_) {
+        out.push_back(id);
+    }
+    return out;
+}
+
+bool World::up(NodeId id) const {
+    return nodes_.at(id)->replica != nullptr;
+}
+
+bool World::paused(NodeId id) const {
+    return nodes_.at(id)->paused;
+}
+
+const server::Replica& World::replica(NodeId id) const {
+    RL_ASSERT(up(id));
+    return *nodes_.at(id)->replica;
+}
+
+uint64_t World::latency(uint64_t min_us, uint64_t max_us) {
+    RL_ASSERT(min_us <= max_us);
+    return min_us + rng_.uniform(max_us - min_us + 1);
+}
+
+void World::run_until(uint64_t until_us) {
+    while (agenda_.run_next(until_us)) {
+    }
+}
+
+void World::node_at(NodeId id, uint64_t time_us, std::function<void()> event, bool tick) {
+    Node& n = *nodes_.at(id);
+    agenda_.at(time_us, [this, &n, incarnation = n.incarnation, event = std::move(event),
+                         tick]() mutable { run_on_node(n, incarnation, std::move(event), tick); });
+}
+
+void World::run_on_node(Node& n, uint32_t incarnation, std::function<void()> event, bool tick) {
+    if (n.replica == nullptr || n.incarnation != incarnation) {
+        return;  // that incarnation is gone
+    }
+    if (n.paused) {
+        // The tick re-arms itself when it runs, so a paused node holds at most one.
+        if (tick) {
+            RL_ASSERT(!n.deferred_tick);
+            n.deferred_tick = std::move(event);
+        } else {
+            n.deferred.push_back(std::move(event));
+        }
+        return;
+    }
+    event();
+}
+
+void World::start(Node& n) {
+    RL_ASSERT(n.replica == nullptr);
+    ++n.incarnation;
+    const std::optional<storage::StorageError> error = n.disk.open();
+    RL_ASSERT_MSG(!error, "the simulated disk is never corrupted here");
+    n.metrics = std::make_unique<server::Metrics>();
+    const NodeId id = n.id;
+    const uint32_t incarnation = n.incarnation;
+    auto post = [this, id](std::function<void()> task) { node_at(id, now_us(), std::move(task)); };
+    n.replica = std::make_unique<server::Replica>(
+        n.config, std::make_unique<SimLogStore>(n.disk), std::make_unique<SimExecutor>(*this, id),
+        *n.peers, *n.clients, post, *n.clock, *n.metrics, rng_.next());
+    // Ticks start at a random phase, as processes do.
+    const uint64_t tick_us = uint64_t{n.config.tick_ms} * 1000;
+    node_at(
+        id, now_us() + rng_.uniform(tick_us), [this, id, incarnation] { tick(id, incarnation); },
+        /*tick=*/true);
+}
+
+void World::tick(NodeId id, uint32_t incarnation) {
+    Node& n = *nodes_.at(id);
+    n.replica->tick();
+    node_at(
+        id, now_us() + uint64_t{n.config.tick_ms} * 1000,
+        [this, id, incarnation] { tick(id, incarnation); }, /*tick=*/true);
+}
+
+bool World::linked(NodeId from, NodeId to) const {
+    return !isolated_ || (*isolated_ != from && *isolated_ != to);
+}
+
+void World::deliver_frame(NodeId from, NodeId to, proto::PeerFrame frame) {
+    // A frame of a link that broke never arrives. A lossy network breaks the TCP connection
+    // that carried the frame (TCP itself does not lose frames): the sender notices and redials
+    // a moment later.
+    if (!linked(from, to)) {
+        lost_links_.insert({from, to});
+        return;
+    }
+    if (loss_per_mille_ > 0 && rng_.chance(loss_per_mille_, 1000)) {
+        lost_links_.insert({from, to});
+        agenda_.at(now_us() + latency(50'000, 500'000), [this] { report_lost_links(); });
+        return;
+    }
+    node_at(to, now_us(), [this, from, to, frame = std::move(frame)]() mutable {
+        nodes_.at(to)->replica->on_peer_frame(from, std::move(frame));
+    });
+}
+
+void World::report_lost_links() {
+    std::set<std::pair<NodeId, NodeId>> lost;
+    for (const auto& link : lost_links_) {
+        if (linked(link.first, link.second)) {
+            lost.insert(link);
+        }
+    }
+    for (const auto& [from, to] : lost) {
+        lost_links_.erase({from, to});
+        node_at(from, now_us(),
+                [this, from = from, to = to] { nodes_.at(from)->replica->on_peer_link_lost(to); });
+    }
+}
+
+void World::crash(NodeId id) {
+    Node& n = *nodes_.at(id);
+    RL_ASSERT(n.replica != nullptr);
+    n.replica.reset();  // its executor's unrun writes go with it
+    n.deferred.clear();
+    n.deferred_tick = nullptr;
+    n.paused = false;
+    (void)n.disk.crash(n.disk_rng);
+    drop_conns_of(id);
+    note_faults();
+    // Peers lose what they had in flight to it: their links break.
+    for (const auto& [other, o] : nodes_) {
+        if (other != id) {
+            lost_links_.insert({other, id});
+        }
+    }
+}
+
+void World::restart(NodeId id) {
+    Node& n = *nodes_.at(id);
+    start(n);
+    report_lost_links();
+    note_faults();
+}
+
+void World::pause(NodeId id) {
+    Node& n = *nodes_.at(id);
+    RL_ASSERT(n.replica != nullptr);
+    n.paused = true;
+    note_faults();
+}
+
+// As a process resumed after SIGSTOP: what arrived meanwhile (frames, requests, completed
+// writes) runs first, in order, and the overdue tick after it (Asio runs the ready descriptors'
+// handlers before the expired timers'), so the first tick finds the core already stepped by
+// frames its soft state has not seen yet.
+void World::resume(NodeId id) {
+    Node& n = *nodes_.at(id);
+    if (!n.paused) {
+        return;
+    }
+    n.paused = false;
+    note_faults();
+    std::vector<std::function<void()>> due = std::move(n.deferred);
+    n.deferred.clear();
+    if (n.deferred_tick) {
+        due.push_back(std::move(n.deferred_tick));
+        n.deferred_tick = nullptr;
+    }
+    const uint32_t incarnation = n.incarnation;
+    for (std::function<void()>& event : due) {
+        agenda_.at(now_us(), [this, &n, incarnation, event = std::move(event)]() mutable {
+            run_on_node(n, incarnation, std::move(event), /*tick=*/false);
+        });
+    }
+}
+
+void World::isolate(NodeId id) {
+    RL_ASSERT(nodes_.count(id) != 0);
+    isolated_ = id;
+    note_faults();
+}
+
+void World::heal() {
+    isolated_.reset();
+    report_lost_links();
+    note_faults();
+}
+
+std::optional<ConnId> World::open(NodeId node, ClientObserver& observer) {
+    Node& n = *nodes_.at(node);
+    if (n.replica == nullptr) {
+        return std::nullopt;
+    }
+    const ConnId conn = next_conn_++;
+    conns_.emplace(conn, Conn{node, n.incarnation, &observer, now_us(), now_us()});
+    node_at(node, now_us(), [this, node, conn] {
+        if (conns_.count(conn) != 0) {
+            nodes_.at(node)->replica->on_client_open(conn, "sim");
+        }
+    });
+    return conn;
+}
+
+void World::send(ConnId conn, proto::Request request) {
+    auto it = conns_.find(conn);
+    RL_ASSERT(it != conns_.end());
+    Conn& c = it->second;
+    c.to_server_us = std::max(
+        c.to_server_us, now_us() + latency(params_.net_latency_min_us, params_.net_latency_max_us));
+    const NodeId node = c.node;
+    node_at(node, c.to_server_us, [this, node, conn, request = std::move(request)]() mutable {
+        if (conns_.count(conn) != 0) {
+            nodes_.at(node)->replica->on_client_request(conn, std::move(request));
+        }
+    });
+}
+
+NodeId World::node_of(ConnId conn) const {
+    auto it = conns_.find(conn);
+    return it == conns_.end() ? 0 : it->second.node;
+}
+
+void World::close(ConnId conn) {
+    auto it = conns_.find(conn);
+    if (it == conns_.end()) {
+        return;
+    }
+    const NodeId node = it->second.node;
+    conns_.erase(it);
+    node_at(node, now_us(),
+            [this, node, conn] { nodes_.at(node)->replica->on_client_close(conn); });
+}
+
+void World::drop_conns_of(NodeId id) {
+    for (auto it = conns_.begin(); it != conns_.end();) {
+        if (it->second.node != id) {
+            ++it;
+            continue;
+        }
+        ClientObserver* observer = it->second.observer;
+        const ConnId conn = it->first;
+        it = conns_.erase(it);
+        agenda_.at(now_us(), [observer, conn] { observer->on_closed(conn); });
+    }
+}
+
+void World::note_faults() {
+    bool active = isolated_.has_value() || loss_per_mille_ > 0;
+    for (const auto& [id, n] : nodes_) {
+        active = active || n->replica == nullptr || n->paused;
+    }
+    if (active) {
+        calm_since_us_.reset();
+    } else if (!calm_since_us_) {
+        calm_since_us_ = now_us();
+    }
+}
+
+std::optional<uint64_t> World::calm_since_us() const {
+    return calm_since_us_;
+}
+
+std::string World::describe() const {
+    std::string out;
+    for (const auto& [id, n] : nodes_) {
+        if (n->replica == nullptr) {
+            out += fmt::format("n{} down (#{})\n", id, n->incarnation);
+            continue;
+        }
+        const server::Replica& r = *n->replica;
+        out += fmt::format("n{} #{} {}{} leader={} applied={}\n", id, n->incarnation,
+                           r.is_leader() ? "leader" : "follower", n->paused ? " paused" : "",
+                           r.leader(), r.applied_index());
+    }
+    return out;
+}
+
+}  // namespace raftlock::sim::replica
