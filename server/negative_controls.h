@@ -15,9 +15,9 @@
 namespace raftlock::server::negative_controls {
 
 enum class Control : uint8_t {
-    // Serve every read from this node's applied state at once, without a ReadIndex round, so a
-    // lagging follower or a deposed leader answers with stale data (what Raft thesis §6.4
-    // exists to prevent).
+    // Serve every read (of the client and Redis ports) from this node's applied state at once,
+    // without a ReadIndex round, so a lagging follower or a deposed leader answers with stale
+    // data (what Raft thesis §6.4 exists to prevent).
     kLocalReads,
     // The core forwards a follower's proposals to the leader again (decision 0003 turned it
     // off): a deposed leader's session expiries reach the new leader, which commits them

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "raft/assert.h"
+#include "server/negative_controls.h"
 #include "server/replica.h"
 #include "server/request_codec.h"
 #include "statemachine/codec.h"
@@ -21,6 +22,12 @@ void Replica::redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&&
         return;
     }
     if (redis::route_of(argv) == redis::Route::kRead) {
+#ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
+        if (negative_controls::on(negative_controls::Control::kLocalReads)) {
+            redis_reply(client, sm_.redis_query(argv));
+            return;
+        }
+#endif
         next_batch_.redis_reads.emplace_back(client, std::move(argv));
         schedule_flush();
         return;

@@ -20,6 +20,7 @@
 #include "server/negative_controls.h"
 #endif
 #include "tests/sim/replica/lock_clients.h"
+#include "tests/sim/replica/redis_clients.h"
 #include "tests/sim/replica/world.h"
 
 namespace raftlock::sim::replica {
@@ -49,6 +50,7 @@ struct RunResult {
     std::vector<std::string> failures;        // safety: what a negative control must cause
     std::vector<std::string> other_failures;  // liveness, and runs that proved nothing
     ClientStats stats;
+    RedisClientStats redis;
     uint64_t faults = 0;
     std::string fingerprint;  // what two runs of one seed must agree on
 };
@@ -160,12 +162,17 @@ RunResult run(uint64_t seed, bool verbose) {
     ClientParams client_params;
     client_params.trace = verbose;
     LockClients clients(world, client_params);
+    RedisClientParams redis_params;
+    redis_params.trace = verbose;
+    RedisLockClients redis(world, redis_params);
     Nemesis nemesis(world, verbose);
     clients.start();
+    redis.start();
     nemesis.start();
     world.run_until(kFaultyUs);
     nemesis.stop();
     clients.stop();
+    redis.stop();
     world.run_until(kFaultyUs + kSettleUs);
     const uint64_t deadline = world.now_us() + kCatchUpUs;
     while (!settled(world) && world.now_us() < deadline) {
@@ -179,9 +186,12 @@ RunResult run(uint64_t seed, bool verbose) {
                                         world.describe());
     }
     result.failures = clients.failures();
-    result.other_failures.insert(result.other_failures.end(), clients.liveness_failures().begin(),
-                                 clients.liveness_failures().end());
+    result.failures.insert(result.failures.end(), redis.failures().begin(), redis.failures().end());
+    for (const auto* list : {&clients.liveness_failures(), &redis.liveness_failures()}) {
+        result.other_failures.insert(result.other_failures.end(), list->begin(), list->end());
+    }
     result.stats = clients.stats();
+    result.redis = redis.stats();
     result.faults = nemesis.faults();
     // A run that did nothing or injected nothing proves nothing.
     if (result.stats.grants == 0 || result.stats.fenced_writes == 0) {
@@ -190,14 +200,20 @@ RunResult run(uint64_t seed, bool verbose) {
                         "writes {})",
                         result.stats.grants, result.stats.fenced_writes));
     }
+    if (result.redis.acquired == 0 || result.redis.reads_checked == 0) {
+        result.other_failures.push_back(
+            fmt::format("no Redis lock was taken and read (taken {}, reads {})",
+                        result.redis.acquired, result.redis.reads_checked));
+    }
     if (result.faults == 0) {
         result.other_failures.push_back("no fault was injected");
     }
     result.fingerprint =
-        fmt::format("{}|{} {} {} {} {} {} {}|{}|{}", world.describe(), result.stats.sessions,
-                    result.stats.grants, result.stats.releases, result.stats.fenced_writes,
-                    result.stats.lapses, result.stats.sessions_lost, result.stats.retries,
-                    world.now_us(), fmt::join(result.failures, ";"));
+        fmt::format("{}|{} {} {} {} {} {} {}|{} {} {}|{}|{}", world.describe(),
+                    result.stats.sessions, result.stats.grants, result.stats.releases,
+                    result.stats.fenced_writes, result.stats.lapses, result.stats.sessions_lost,
+                    result.stats.retries, result.redis.acquired, result.redis.reads_checked,
+                    result.redis.retries, world.now_us(), fmt::join(result.failures, ";"));
     if (verbose) {
         fmt::print("{}", world.describe());
     }
@@ -268,6 +284,8 @@ int main_impl(int argc, char** argv) {
     uint64_t failed = 0;
     ClientStats total;
     uint64_t faults = 0;
+    uint64_t redis_acquired = 0;
+    uint64_t redis_reads = 0;
     for (uint64_t seed = first; seed <= last; ++seed) {
         RunResult r = run(seed, verbose);
         if (check_determinism && run(seed, false).fingerprint != r.fingerprint) {
@@ -277,13 +295,16 @@ int main_impl(int argc, char** argv) {
         total.fenced_writes += r.stats.fenced_writes;
         total.lapses += r.stats.lapses;
         total.sessions_lost += r.stats.sessions_lost;
+        redis_acquired += r.redis.acquired;
+        redis_reads += r.redis.reads_checked;
         faults += r.faults;
         if (verbose) {
             fmt::print(
                 "seed {}: {} grants, {} fenced writes, {} releases, {} lapses, {} sessions "
-                "lost, {} retries, {} faults\n",
+                "lost, {} retries; Redis: {} taken, {} reads checked, {} lapses; {} faults\n",
                 seed, r.stats.grants, r.stats.fenced_writes, r.stats.releases, r.stats.lapses,
-                r.stats.sessions_lost, r.stats.retries, r.faults);
+                r.stats.sessions_lost, r.stats.retries, r.redis.acquired, r.redis.reads_checked,
+                r.redis.lapses, r.faults);
         }
         if (!r.failures.empty() || !r.other_failures.empty()) {
             ++failed;
@@ -307,9 +328,9 @@ int main_impl(int argc, char** argv) {
     const uint64_t seeds = last - first + 1;
     fmt::print(
         "{} seeds {}..{}: {} failed; {} grants, {} fenced writes, {} lapses, {} sessions "
-        "lost, {} faults; {:.1f} s ({:.1f} seeds/s)\n",
+        "lost; Redis: {} taken, {} reads checked; {} faults; {:.1f} s ({:.1f} seeds/s)\n",
         seeds, first, last, failed, total.grants, total.fenced_writes, total.lapses,
-        total.sessions_lost, faults, seconds, seeds / seconds);
+        total.sessions_lost, redis_acquired, redis_reads, faults, seconds, seeds / seconds);
     if (expect_violation) {
         fmt::print("NOT CAUGHT: no seed failed\n");
         return 1;

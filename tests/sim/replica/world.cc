@@ -102,6 +102,7 @@ struct World::Node {
     std::unique_ptr<server::PeerSink> peers;
     std::unique_ptr<server::ClientSink> clients;
     std::unique_ptr<server::Replica> replica;
+    std::unique_ptr<server::RedisFrontend> redis;  // the Redis port, in front of the replica
     uint32_t incarnation = 0;
     bool paused = false;
     std::vector<std::function<void()>> deferred;  // events that came due while paused
@@ -176,35 +177,55 @@ struct SimPeerSink final : server::PeerSink {
 struct SimClientSink final : server::ClientSink {
     explicit SimClientSink(World& world) : world(world) {}
     void send(net::ConnectionId id, const proto::ServerMessage& message) override {
-        auto it = world.conns_.find(id);
-        if (it == world.conns_.end()) {
-            return;
-        }
-        World::Conn& c = it->second;
-        c.to_client_us = std::max(c.to_client_us,
-                                  world.now_us() + world.latency(world.params_.net_latency_min_us,
-                                                                 world.params_.net_latency_max_us));
-        world.agenda_.at(c.to_client_us, [w = &world, id, message] {
-            auto conn = w->conns_.find(id);
-            if (conn != w->conns_.end()) {
-                conn->second.observer->on_message(id, message);
-            }
-        });
+        world.to_client(id, [id, message](ClientObserver& o) { o.on_message(id, message); });
     }
-    void close(net::ConnectionId id) override {
-        auto it = world.conns_.find(id);
-        if (it == world.conns_.end()) {
-            return;
-        }
-        ClientObserver* observer = it->second.observer;
-        world.conns_.erase(it);
-        world.agenda_.at(world.now_us(), [observer, id] { observer->on_closed(id); });
-    }
+    void close(net::ConnectionId id) override { world.closed_by_server(id); }
 
     World& world;
 };
 
-World::World(uint64_t seed, const WorldParams& params) : params_(params), rng_(seed) {
+struct SimRespOutput final : server::RespOutput {
+    explicit SimRespOutput(World& world) : world(world) {}
+    void send(net::ConnectionId id, std::string bytes) override {
+        world.to_client(
+            id, [id, bytes = std::move(bytes)](ClientObserver& o) { o.on_resp(id, bytes); });
+    }
+    void close(net::ConnectionId id) override { world.closed_by_server(id); }
+    // The simulated clients send one command at a time: nothing to hold back.
+    void pause_reading(net::ConnectionId id, bool paused) override { (void)id, (void)paused; }
+    bool is_open(net::ConnectionId id) const override { return world.conns_.count(id) != 0; }
+
+    World& world;
+};
+
+void World::to_client(ConnId conn, std::function<void(ClientObserver&)> deliver) {
+    auto it = conns_.find(conn);
+    if (it == conns_.end()) {
+        return;
+    }
+    Conn& c = it->second;
+    c.to_client_us = std::max(
+        c.to_client_us, now_us() + latency(params_.net_latency_min_us, params_.net_latency_max_us));
+    agenda_.at(c.to_client_us, [this, conn, deliver = std::move(deliver)] {
+        auto open = conns_.find(conn);
+        if (open != conns_.end()) {
+            deliver(*open->second.observer);
+        }
+    });
+}
+
+void World::closed_by_server(ConnId conn) {
+    auto it = conns_.find(conn);
+    if (it == conns_.end()) {
+        return;
+    }
+    ClientObserver* observer = it->second.observer;
+    conns_.erase(it);
+    agenda_.at(now_us(), [observer, conn] { observer->on_closed(conn); });
+}
+
+World::World(uint64_t seed, const WorldParams& params)
+    : params_(params), rng_(seed), resp_output_(std::make_unique<SimRespOutput>(*this)) {
     RL_ASSERT(params.nodes >= 1);
     server::ServerConfig base = params.config;
     base.members.clear();
@@ -233,6 +254,7 @@ World::~World() {
     // Replicas first: their destructors must not find the sinks gone.
     for (auto& [id, n] : nodes_) {
         n->replica.reset();
+        n->redis.reset();
     }
 }
 
@@ -302,6 +324,10 @@ void World::start(Node& n) {
     n.replica = std::make_unique<server::Replica>(
         n.config, std::make_unique<SimLogStore>(n.disk), std::make_unique<SimExecutor>(*this, id),
         *n.peers, *n.clients, post, *n.clock, *n.metrics, rng_.next());
+    server::RedisFrontendOptions redis_options;
+    redis_options.node_id = id;
+    n.redis = std::make_unique<server::RedisFrontend>(redis_options, *resp_output_, *n.replica);
+    n.replica->set_redis_frontend(n.redis.get());
     // Ticks start at a random phase, as processes do.
     const uint64_t tick_us = uint64_t{n.config.tick_ms} * 1000;
     node_at(
@@ -357,6 +383,7 @@ void World::crash(NodeId id) {
     Node& n = *nodes_.at(id);
     RL_ASSERT(n.replica != nullptr);
     n.replica.reset();  // its executor's unrun writes go with it
+    n.redis.reset();
     n.deferred.clear();
     n.deferred_tick = nullptr;
     n.paused = false;
@@ -428,7 +455,7 @@ std::optional<ConnId> World::open(NodeId node, ClientObserver& observer) {
         return std::nullopt;
     }
     const ConnId conn = next_conn_++;
-    conns_.emplace(conn, Conn{node, n.incarnation, &observer, now_us(), now_us()});
+    conns_.emplace(conn, Conn{node, &observer, now_us(), now_us()});
     node_at(node, now_us(), [this, node, conn] {
         if (conns_.count(conn) != 0) {
             nodes_.at(node)->replica->on_client_open(conn, "sim");
@@ -456,6 +483,36 @@ NodeId World::node_of(ConnId conn) const {
     return it == conns_.end() ? 0 : it->second.node;
 }
 
+std::optional<ConnId> World::open_resp(NodeId node, ClientObserver& observer) {
+    Node& n = *nodes_.at(node);
+    if (n.replica == nullptr) {
+        return std::nullopt;
+    }
+    const ConnId conn = next_conn_++ | net::kRespConnectionBit;
+    conns_.emplace(conn, Conn{node, &observer, now_us(), now_us()});
+    node_at(node, now_us(), [this, node, conn] {
+        if (conns_.count(conn) != 0) {
+            nodes_.at(node)->redis->on_resp_open(conn, "sim");
+        }
+    });
+    return conn;
+}
+
+void World::send_resp(ConnId conn, statemachine::redis::Argv argv) {
+    auto it = conns_.find(conn);
+    RL_ASSERT(it != conns_.end());
+    RL_ASSERT((conn & net::kRespConnectionBit) != 0);
+    Conn& c = it->second;
+    c.to_server_us = std::max(
+        c.to_server_us, now_us() + latency(params_.net_latency_min_us, params_.net_latency_max_us));
+    const NodeId node = c.node;
+    node_at(node, c.to_server_us, [this, node, conn, argv = std::move(argv)]() mutable {
+        if (conns_.count(conn) != 0) {
+            nodes_.at(node)->redis->on_resp_command(conn, std::move(argv));
+        }
+    });
+}
+
 void World::close(ConnId conn) {
     auto it = conns_.find(conn);
     if (it == conns_.end()) {
@@ -463,8 +520,14 @@ void World::close(ConnId conn) {
     }
     const NodeId node = it->second.node;
     conns_.erase(it);
-    node_at(node, now_us(),
-            [this, node, conn] { nodes_.at(node)->replica->on_client_close(conn); });
+    node_at(node, now_us(), [this, node, conn] {
+        Node& n = *nodes_.at(node);
+        if ((conn & net::kRespConnectionBit) != 0) {
+            n.redis->on_resp_close(conn);
+        } else {
+            n.replica->on_client_close(conn);
+        }
+    });
 }
 
 void World::drop_conns_of(NodeId id) {

@@ -11,8 +11,9 @@
 //              and a crash drops what it has not run and a random part of what is unsynced
 //   network    peer frames in order per link with a seeded latency; a partition loses them and
 //              the sender hears of the lost link when it heals (net::PeerTransport::on_link_lost)
-//   clients    connections to one node each; requests and answers in order with a latency; a
-//              crash of the node closes them
+//   clients    connections to one node each, to its client port or its Redis port (the real
+//              server::RedisFrontend in front of the replica); requests and answers in order
+//              with a latency; a crash of the node closes them
 //   faults     crash and restart, pause and resume (a node runs none of its events meanwhile),
 //              partitions of one node, lossy links that break (main.cc's Nemesis chooses them)
 //
@@ -34,6 +35,7 @@
 #include "raft/rng.h"
 #include "server/config.h"
 #include "server/metrics.h"
+#include "server/redis_frontend.h"
 #include "server/replica.h"
 #include "storage/fault_injecting_storage.h"
 
@@ -71,7 +73,11 @@ private:
 class ClientObserver {
 public:
     virtual ~ClientObserver() = default;
-    virtual void on_message(ConnId conn, const proto::ServerMessage& message) = 0;
+    virtual void on_message(ConnId conn, const proto::ServerMessage& message) {
+        (void)conn, (void)message;
+    }
+    // Bytes from a Redis port (RESP replies, in order).
+    virtual void on_resp(ConnId conn, const std::string& bytes) { (void)conn, (void)bytes; }
     // The connection is gone: its node crashed or closed it.
     virtual void on_closed(ConnId conn) = 0;
 };
@@ -122,6 +128,9 @@ public:
     // everything for the connection from then on.
     std::optional<ConnId> open(NodeId node, ClientObserver& observer);
     void send(ConnId conn, proto::Request request);
+    // The same for a node's Redis port: a connection, and one command (an argv) on it.
+    std::optional<ConnId> open_resp(NodeId node, ClientObserver& observer);
+    void send_resp(ConnId conn, statemachine::redis::Argv argv);
     void close(ConnId conn);
     bool connected(ConnId conn) const { return conns_.count(conn) != 0; }
     NodeId node_of(ConnId conn) const;  // 0 when closed
@@ -136,7 +145,6 @@ private:
     struct Node;
     struct Conn {
         NodeId node = 0;
-        uint32_t incarnation = 0;
         ClientObserver* observer = nullptr;
         uint64_t to_server_us = 0;  // delivery time of the last request (in order)
         uint64_t to_client_us = 0;
@@ -152,6 +160,10 @@ private:
     bool linked(NodeId from, NodeId to) const;
     void deliver_frame(NodeId from, NodeId to, proto::PeerFrame frame);
     void drop_conns_of(NodeId id);
+    // Delivers what a node sends on a connection to its client, in order, after a latency.
+    void to_client(ConnId conn, std::function<void(ClientObserver&)> deliver);
+    // Closes a connection from the server's side.
+    void closed_by_server(ConnId conn);
     // After a partition heals or a node restarts: every live sender whose link lost frames hears
     // of the lost link.
     void report_lost_links();
@@ -159,6 +171,7 @@ private:
 
     friend struct SimPeerSink;
     friend struct SimClientSink;
+    friend struct SimRespOutput;
     friend class SimExecutor;
 
     WorldParams params_;
@@ -172,6 +185,7 @@ private:
     std::map<ConnId, Conn> conns_;
     ConnId next_conn_ = 1;
     std::optional<uint64_t> calm_since_us_ = 0;
+    std::unique_ptr<server::RespOutput> resp_output_;
 };
 
 }  // namespace raftlock::sim::replica
