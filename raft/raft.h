@@ -9,6 +9,7 @@
 //   node_snapshot.cc    InstallSnapshot in chunks, both sides
 //   node_read_index.cc  ReadIndex (thesis §6.4) with batched confirmation rounds
 //   node_membership.cc  one-server configuration changes (thesis §4.1), learners
+//   node_invariants.cc  check_invariants(): what holds between any two calls
 //
 // Everything is deterministic given the Config seed and the sequence of calls.
 
@@ -76,6 +77,12 @@ public:
     NodeId lead_transferee() const { return lead_transferee_; }
     size_t pending_reads() const { return pending_reads_.size(); }
     uint64_t read_round() const { return read_round_; }
+
+    // Asserts what must hold between any two calls (LogCabin's RaftConsensusInvariants): the
+    // log's positions, the role against term, vote and leader, the leader's progress, and the
+    // ReadIndex state. The interaction scripts and the simulators call it after every step; it
+    // costs a walk over the progress map and the pending reads.
+    void check_invariants() const;
 
 private:
     struct PendingRead {

@@ -258,6 +258,7 @@ void Replica::finish_ready(raft::Ready& ready) {
         }
     }
     raw_->advance(ready);
+    raw_->raft().check_invariants();
     ready_in_flight_ = false;
     maybe_snapshot();
 }

@@ -226,6 +226,14 @@ bool InteractionEnv::Filter::matches(const Message& m) const {
            (!type || m.type == *type);
 }
 
+void InteractionEnv::check_invariants() const {
+    for (const auto& [id, node] : nodes_) {
+        if (node.raw) {
+            node.raw->raft().check_invariants();
+        }
+    }
+}
+
 std::string InteractionEnv::handle(const Command& c) {
     std::string out;
     try {

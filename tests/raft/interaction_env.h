@@ -55,6 +55,8 @@ public:
     // with kUsageError, which the runner treats as a failure; errors returned by the core
     // (ProposalDropped, ...) are ordinary output. A broken invariant inside the core aborts.
     std::string handle(const Command& command);
+    // Raft::check_invariants() on every running node (after each command).
+    void check_invariants() const;
 
     static constexpr std::string_view kUsageError = "usage error: ";
 

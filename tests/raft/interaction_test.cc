@@ -140,6 +140,7 @@ void run_script(const std::filesystem::path& path, bool rewrite) {
     std::vector<std::string> outputs;
     for (const Block& b : script.blocks) {
         outputs.push_back(env.handle(parse_command(b.command)));
+        env.check_invariants();
         INFO(name << ":" << b.line << ": " << b.command);
         // A broken script fails even while rewriting: its golden would only record the mistake.
         CHECK(outputs.back().find(InteractionEnv::kUsageError) == std::string::npos);

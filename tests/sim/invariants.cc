@@ -46,6 +46,7 @@ void Checker::on_bootstrap(const raft::Entry& entry) {
 void Checker::observe(raft::NodeId id, const raft::RawNode& node) {
     check_not_refused(id, "runs");
     const raft::Raft& r = node.raft();
+    r.check_invariants();
     if (r.role() == raft::Role::kLeader) {
         auto [it, inserted] = leaders_.emplace(r.term(), id);
         if (!inserted && it->second != id) {
