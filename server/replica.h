@@ -75,10 +75,11 @@ class Replica final : public net::ClientHandler, public RedisBackend, public Sql
 public:
     using Post = std::function<void(std::function<void()>)>;
 
-    // Opens nothing itself: `storage` is an open store (bootstrapped here when new), written only
-    // through `executor`. `post` runs a task later on the loop thread. Every random choice (the
-    // core's election jitter, the session nonces, the Redis origin) derives from `seed`: random in
-    // a server, the run's seed in the simulator. All references must outlive the replica.
+    // Opens nothing itself: `storage` is an open store (bootstrapped here when new), written
+    // after that only through `executor`. `post` runs a task later on the loop thread. Every random
+    // choice (the core's election jitter, the session nonces, the Redis origin) derives from
+    // `seed`: random in a server, the run's seed in the simulator. All references must outlive the
+    // replica.
     Replica(const ServerConfig& config,
             std::unique_ptr<storage::LogStore> storage,
             std::unique_ptr<StorageExecutor> executor,

@@ -251,7 +251,7 @@ void Replica::resubmit_after_leader_change() {
     // Reads are asked again of the new leader. Keepalives are not: this node recorded them in
     // its tracker as the leader it no longer is, and the new leader's round would acknowledge
     // them without the new leader having recorded them (the client's safe-until would then
-    // outlast the expiry the new leader makes; found by the server simulator, seed 21).
+    // outlast the expiry the new leader makes; found by the server simulator).
     for (auto it = reads_in_flight_.begin(); it != reads_in_flight_.end();) {
         refuse_keepalives(it->second);
         if (it->second.empty()) {

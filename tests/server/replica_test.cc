@@ -221,7 +221,7 @@ TEST_CASE("keepalives through a follower keep a session; silence expires it and 
     CHECK(late->code() == proto::SESSION_EXPIRED);
 }
 
-// Found by the server simulator (tests/sim/replica/, seed 21 before the fix): an isolated leader
+// Found by the server simulator (tests/sim/replica/, its first sweep): an isolated leader
 // took a keepalive into a ReadIndex round that could not complete; when the partition healed it
 // asked the new leader for the round again, and acknowledged the keepalive the new leader had
 // never recorded. The client's safe-until then outlasted the expiry the new leader made.

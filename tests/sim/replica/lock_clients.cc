@@ -50,7 +50,7 @@ struct LockClients::Client {
 };
 
 LockClients::LockClients(World& world, const ClientParams& params)
-    : world_(world), params_(params) {
+    : world_(world), params_(params), verdicts_(world) {
     for (size_t i = 0; i < params.clients; ++i) {
         auto c = std::make_unique<Client>();
         c->index = i;
@@ -72,10 +72,6 @@ void LockClients::stop() {
     stopping_ = true;
 }
 
-void LockClients::fail(std::string message) {
-    failures_.push_back(fmt::format("t={:.3f}s {}", world_.now_us() / 1e6, message));
-}
-
 void LockClients::trace(const Client& c, std::string_view what) {
     if (params_.trace) {
         fmt::print("t={:.6f}s {} (session {}, conn {}{}): {}\n", world_.now_us() / 1e6, c.owner,
@@ -84,21 +80,12 @@ void LockClients::trace(const Client& c, std::string_view what) {
     }
 }
 
-void LockClients::fail_liveness(std::string message) {
-    liveness_failures_.push_back(fmt::format("t={:.3f}s {}", world_.now_us() / 1e6, message));
-}
-
 uint64_t LockClients::safe_until_us(const Client& c) const {
     return c.safe_base_us + static_cast<uint64_t>(params_.session_timeout_ms) * 1000;
 }
 
 void LockClients::wake(Client& c, uint64_t after_us) {
-    const uint64_t token = ++c.wake_token;
-    world_.agenda().at(world_.now_us() + after_us, [this, &c, token] {
-        if (c.wake_token == token) {
-            step(c);
-        }
-    });
+    wake_after(world_, c.wake_token, after_us, [this, &c] { step(c); });
 }
 
 bool LockClients::ensure_conn(Client& c) {
@@ -172,7 +159,7 @@ void LockClients::step(Client& c) {
         }
         const std::optional<uint64_t> calm = world_.calm_since_us();
         if (c.blame && calm && *calm <= c.op_sent_us && c.conn && world_.connected(*c.conn)) {
-            fail_liveness(fmt::format(
+            verdicts_.fail_liveness(fmt::format(
                 "client {}: request {} (seq {}) unanswered for {} ms on a calm cluster", c.owner,
                 c.request.request_id(), c.request.seq(), (now - c.op_sent_us) / 1000));
         }
@@ -344,7 +331,7 @@ void LockClients::on_op_answer(Client& c, const proto::Response& r) {
             if (code == proto::OK || code == proto::NODE_EXISTS) {
                 c.created = true;
             } else {
-                fail_liveness(
+                verdicts_.fail_liveness(
                     fmt::format("client {}: create answered {}", c.owner, proto::Code_Name(code)));
             }
             break;
@@ -364,19 +351,21 @@ void LockClients::on_op_answer(Client& c, const proto::Response& r) {
                 }
                 for (const Hold& h : holds_) {
                     if (h.token == token) {
-                        fail(fmt::format("token {} granted to {} was granted before to c{}", token,
-                                         c.owner, h.client));
+                        verdicts_.fail(
+                            fmt::format("token {} granted to {} was granted before to c{}", token,
+                                        c.owner, h.client));
                     }
                     if (!h.end_us && h.client != c.index) {
-                        fail(fmt::format(
+                        verdicts_.fail(fmt::format(
                             "two holders: {} granted token {} while c{} holds token {} since "
                             "t={:.3f}s",
                             c.owner, token, h.client, h.token, h.start_us / 1e6));
                     }
                 }
                 if (token <= max_ended_token_) {
-                    fail(fmt::format("{} granted token {}, not above token {} of an ended hold",
-                                     c.owner, token, max_ended_token_));
+                    verdicts_.fail(
+                        fmt::format("{} granted token {}, not above token {} of an ended hold",
+                                    c.owner, token, max_ended_token_));
                 }
                 c.token = token;
                 c.hold_open = true;
@@ -387,8 +376,8 @@ void LockClients::on_op_answer(Client& c, const proto::Response& r) {
                     1000 * (params_.hold_min_ms +
                             world_.rng().uniform(params_.hold_max_ms - params_.hold_min_ms + 1));
             } else if (code != proto::WAIT_TIMEOUT && code != proto::ALREADY_WAITING) {
-                fail_liveness(fmt::format("client {}: acquire answered {} ({})", c.owner,
-                                          proto::Code_Name(code), r.message()));
+                verdicts_.fail_liveness(fmt::format("client {}: acquire answered {} ({})", c.owner,
+                                                    proto::Code_Name(code), r.message()));
             }
             break;
         case Op::kWrite:
@@ -397,7 +386,7 @@ void LockClients::on_op_answer(Client& c, const proto::Response& r) {
                 ++stats_.fenced_writes;
             } else if (code == proto::FENCE_REJECTED) {
                 if (c.hold_open && world_.now_us() < safe_until_us(c)) {
-                    fail(
+                    verdicts_.fail(
                         fmt::format("{}'s fenced write with token {} was rejected while its "
                                     "safe-until ({:.3f}s) had not passed",
                                     c.owner, c.token.value_or(0), safe_until_us(c) / 1e6));
@@ -406,8 +395,8 @@ void LockClients::on_op_answer(Client& c, const proto::Response& r) {
                     end_hold(c, world_.now_us(), true);
                 }
             } else {
-                fail_liveness(fmt::format("client {}: fenced write answered {} ({})", c.owner,
-                                          proto::Code_Name(code), r.message()));
+                verdicts_.fail_liveness(fmt::format("client {}: fenced write answered {} ({})",
+                                                    c.owner, proto::Code_Name(code), r.message()));
             }
             break;
         case Op::kRelease:
@@ -428,7 +417,7 @@ void LockClients::lose_session(Client& c, std::string_view how) {
     }
     const uint64_t now = world_.now_us();
     if (now < safe_until_us(c)) {
-        fail(
+        verdicts_.fail(
             fmt::format("session {} of {} ended ({}) at t={:.3f}s, before its safe-until "
                         "t={:.3f}s",
                         c.session, c.owner, how, now / 1e6, safe_until_us(c) / 1e6));
@@ -479,7 +468,7 @@ void LockClients::final_check() {
         const std::optional<statemachine::Stat> stat = sm.exists(c->path);
         const uint64_t version = stat ? static_cast<uint64_t>(stat->version) : 0;
         if (version < c->acked_writes || version > c->acked_writes + c->unknown_writes) {
-            fail(
+            verdicts_.fail(
                 fmt::format("exactly once: {} has version {}, with {} writes acknowledged and "
                             "{} of unknown outcome",
                             c->path, version, c->acked_writes, c->unknown_writes));

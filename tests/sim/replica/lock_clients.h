@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/sim/replica/verdicts.h"
 #include "tests/sim/replica/world.h"
 
 namespace raftlock::sim::replica {
@@ -65,8 +66,10 @@ public:
 
     // Broken promises (one holder, safe-until, tokens, exactly once), and requests left
     // unanswered (liveness).
-    const std::vector<std::string>& failures() const { return failures_; }
-    const std::vector<std::string>& liveness_failures() const { return liveness_failures_; }
+    const std::vector<std::string>& failures() const { return verdicts_.failures(); }
+    const std::vector<std::string>& liveness_failures() const {
+        return verdicts_.liveness_failures();
+    }
     const ClientStats& stats() const { return stats_; }
 
     // ClientObserver
@@ -93,9 +96,7 @@ private:
     // The hold is over once safe-until passed: closes it at the deadline.
     void check_lapse(Client& c);
     uint64_t safe_until_us(const Client& c) const;
-    void fail(std::string message);
     void trace(const Client& c, std::string_view what);
-    void fail_liveness(std::string message);
 
     World& world_;
     ClientParams params_;
@@ -103,8 +104,7 @@ private:
     std::map<ConnId, Client*> by_conn_;
     bool stopping_ = false;
     ClientStats stats_;
-    std::vector<std::string> failures_;
-    std::vector<std::string> liveness_failures_;
+    Verdicts verdicts_;
     // The lock's holds, for the one-holder and token checks.
     struct Hold {
         size_t client = 0;

@@ -83,7 +83,7 @@ struct RedisLockClients::Client {
 };
 
 RedisLockClients::RedisLockClients(World& world, const RedisClientParams& params)
-    : world_(world), params_(params) {
+    : world_(world), params_(params), verdicts_(world) {
     for (size_t i = 0; i < params.clients; ++i) {
         auto c = std::make_unique<Client>();
         c->index = i;
@@ -103,14 +103,6 @@ void RedisLockClients::stop() {
     stopping_ = true;
 }
 
-void RedisLockClients::fail(std::string message) {
-    failures_.push_back(fmt::format("t={:.3f}s {}", world_.now_us() / 1e6, message));
-}
-
-void RedisLockClients::fail_liveness(std::string message) {
-    liveness_failures_.push_back(fmt::format("t={:.3f}s {}", world_.now_us() / 1e6, message));
-}
-
 void RedisLockClients::trace(const Client& c, std::string_view what) {
     if (params_.trace) {
         fmt::print("t={:.6f}s r{} (conn {}{}): {}\n", world_.now_us() / 1e6, c.index,
@@ -120,12 +112,7 @@ void RedisLockClients::trace(const Client& c, std::string_view what) {
 }
 
 void RedisLockClients::wake(Client& c, uint64_t after_us) {
-    const uint64_t token = ++c.wake_token;
-    world_.agenda().at(world_.now_us() + after_us, [this, &c, token] {
-        if (c.wake_token == token) {
-            step(c);
-        }
-    });
+    wake_after(world_, c.wake_token, after_us, [this, &c] { step(c); });
 }
 
 void RedisLockClients::send(Client& c, Op op, statemachine::redis::Argv argv) {
@@ -168,9 +155,9 @@ void RedisLockClients::step(Client& c) {
         }
         const std::optional<uint64_t> calm = world_.calm_since_us();
         if (c.blame && calm && *calm <= c.op_sent_us && c.conn && world_.connected(*c.conn)) {
-            fail_liveness(fmt::format("redis client r{}: {} unanswered for {} ms on a calm cluster",
-                                      c.index, fmt::join(c.argv, " "),
-                                      (now - c.op_sent_us) / 1000));
+            verdicts_.fail_liveness(
+                fmt::format("redis client r{}: {} unanswered for {} ms on a calm cluster", c.index,
+                            fmt::join(c.argv, " "), (now - c.op_sent_us) / 1000));
         }
         ++stats_.retries;
         if (c.conn) {
@@ -232,7 +219,7 @@ void RedisLockClients::on_closed(ConnId conn) {
 
 void RedisLockClients::on_reply(Client& c, const RespReply& r) {
     if (c.op == Op::kNone) {
-        fail_liveness(fmt::format("redis client r{}: a reply to nothing", c.index));
+        verdicts_.fail_liveness(fmt::format("redis client r{}: a reply to nothing", c.index));
         return;
     }
     const Op op = c.op;
@@ -247,8 +234,8 @@ void RedisLockClients::on_reply(Client& c, const RespReply& r) {
     }
     c.op = Op::kNone;
     if (r.kind == '-' || r.kind == '?') {
-        fail_liveness(fmt::format("redis client r{}: {} answered {}", c.index,
-                                  fmt::join(c.argv, " "), r.text));
+        verdicts_.fail_liveness(fmt::format("redis client r{}: {} answered {}", c.index,
+                                            fmt::join(c.argv, " "), r.text));
         c.token.clear();
         wake(c, kBackoffUs);
         return;
@@ -273,7 +260,7 @@ void RedisLockClients::on_reply(Client& c, const RespReply& r) {
                 }
                 ++stats_.reads_checked;
                 if (r.nil || r.text != h->token) {
-                    fail(fmt::format(
+                    verdicts_.fail(fmt::format(
                         "r{} holds {} since t={:.3f}s until t={:.3f}s, but r{}'s GET "
                         "sent at t={:.3f}s answered {}",
                         h->index, h->token, h->acquired_us / 1e6, h->valid_until_us / 1e6, c.index,
@@ -309,7 +296,7 @@ void RedisLockClients::begin_hold(Client& c) {
     for (auto& other : clients_) {
         check_lapse(*other);
         if (other.get() != &c && other->hold_open) {
-            fail(
+            verdicts_.fail(
                 fmt::format("two Redis holders: r{} took the lock while r{} holds {} until "
                             "t={:.3f}s",
                             c.index, other->index, other->token, other->valid_until_us / 1e6));

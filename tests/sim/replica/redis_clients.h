@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/sim/replica/verdicts.h"
 #include "tests/sim/replica/world.h"
 
 namespace raftlock::sim::replica {
@@ -60,8 +61,10 @@ public:
     void start();
     void stop();
 
-    const std::vector<std::string>& failures() const { return failures_; }
-    const std::vector<std::string>& liveness_failures() const { return liveness_failures_; }
+    const std::vector<std::string>& failures() const { return verdicts_.failures(); }
+    const std::vector<std::string>& liveness_failures() const {
+        return verdicts_.liveness_failures();
+    }
     const RedisClientStats& stats() const { return stats_; }
 
     // ClientObserver
@@ -80,8 +83,6 @@ private:
     void begin_hold(Client& c);
     void end_hold(Client& c, uint64_t at_us, bool lapsed);
     void check_lapse(Client& c);
-    void fail(std::string message);
-    void fail_liveness(std::string message);
     void trace(const Client& c, std::string_view what);
 
     World& world_;
@@ -90,8 +91,7 @@ private:
     std::map<ConnId, Client*> by_conn_;
     bool stopping_ = false;
     RedisClientStats stats_;
-    std::vector<std::string> failures_;
-    std::vector<std::string> liveness_failures_;
+    Verdicts verdicts_;
 };
 
 }  // namespace raftlock::sim::replica
