@@ -449,32 +449,49 @@ void World::heal() {
     note_faults();
 }
 
-std::optional<ConnId> World::open(NodeId node, ClientObserver& observer) {
+std::optional<ConnId> World::open_conn(NodeId node, ClientObserver& observer, ConnId port_bit) {
     Node& n = *nodes_.at(node);
     if (n.replica == nullptr) {
         return std::nullopt;
     }
-    const ConnId conn = next_conn_++;
+    const ConnId conn = next_conn_++ | port_bit;
     conns_.emplace(conn, Conn{node, &observer, now_us(), now_us()});
     node_at(node, now_us(), [this, node, conn] {
-        if (conns_.count(conn) != 0) {
-            nodes_.at(node)->replica->on_client_open(conn, "sim");
+        if (conns_.count(conn) == 0) {
+            return;
+        }
+        Node& to = *nodes_.at(node);
+        if ((conn & net::kRespConnectionBit) != 0) {
+            to.redis->on_resp_open(conn, "sim");
+        } else {
+            to.replica->on_client_open(conn, "sim");
         }
     });
     return conn;
 }
 
-void World::send(ConnId conn, proto::Request request) {
+void World::to_server(ConnId conn, std::function<void(Node&)> deliver) {
     auto it = conns_.find(conn);
     RL_ASSERT(it != conns_.end());
     Conn& c = it->second;
     c.to_server_us = std::max(
         c.to_server_us, now_us() + latency(params_.net_latency_min_us, params_.net_latency_max_us));
     const NodeId node = c.node;
-    node_at(node, c.to_server_us, [this, node, conn, request = std::move(request)]() mutable {
+    node_at(node, c.to_server_us, [this, node, conn, deliver = std::move(deliver)] {
         if (conns_.count(conn) != 0) {
-            nodes_.at(node)->replica->on_client_request(conn, std::move(request));
+            deliver(*nodes_.at(node));
         }
+    });
+}
+
+std::optional<ConnId> World::open(NodeId node, ClientObserver& observer) {
+    return open_conn(node, observer, 0);
+}
+
+void World::send(ConnId conn, proto::Request request) {
+    RL_ASSERT((conn & net::kRespConnectionBit) == 0);
+    to_server(conn, [conn, request = std::move(request)](Node& n) mutable {
+        n.replica->on_client_request(conn, std::move(request));
     });
 }
 
@@ -484,32 +501,13 @@ NodeId World::node_of(ConnId conn) const {
 }
 
 std::optional<ConnId> World::open_resp(NodeId node, ClientObserver& observer) {
-    Node& n = *nodes_.at(node);
-    if (n.replica == nullptr) {
-        return std::nullopt;
-    }
-    const ConnId conn = next_conn_++ | net::kRespConnectionBit;
-    conns_.emplace(conn, Conn{node, &observer, now_us(), now_us()});
-    node_at(node, now_us(), [this, node, conn] {
-        if (conns_.count(conn) != 0) {
-            nodes_.at(node)->redis->on_resp_open(conn, "sim");
-        }
-    });
-    return conn;
+    return open_conn(node, observer, net::kRespConnectionBit);
 }
 
 void World::send_resp(ConnId conn, statemachine::redis::Argv argv) {
-    auto it = conns_.find(conn);
-    RL_ASSERT(it != conns_.end());
     RL_ASSERT((conn & net::kRespConnectionBit) != 0);
-    Conn& c = it->second;
-    c.to_server_us = std::max(
-        c.to_server_us, now_us() + latency(params_.net_latency_min_us, params_.net_latency_max_us));
-    const NodeId node = c.node;
-    node_at(node, c.to_server_us, [this, node, conn, argv = std::move(argv)]() mutable {
-        if (conns_.count(conn) != 0) {
-            nodes_.at(node)->redis->on_resp_command(conn, std::move(argv));
-        }
+    to_server(conn, [conn, argv = std::move(argv)](Node& n) mutable {
+        n.redis->on_resp_command(conn, std::move(argv));
     });
 }
 
@@ -531,15 +529,14 @@ void World::close(ConnId conn) {
 }
 
 void World::drop_conns_of(NodeId id) {
-    for (auto it = conns_.begin(); it != conns_.end();) {
-        if (it->second.node != id) {
-            ++it;
-            continue;
+    std::vector<ConnId> gone;
+    for (const auto& [conn, c] : conns_) {
+        if (c.node == id) {
+            gone.push_back(conn);
         }
-        ClientObserver* observer = it->second.observer;
-        const ConnId conn = it->first;
-        it = conns_.erase(it);
-        agenda_.at(now_us(), [observer, conn] { observer->on_closed(conn); });
+    }
+    for (ConnId conn : gone) {
+        closed_by_server(conn);
     }
 }
 

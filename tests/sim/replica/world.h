@@ -159,6 +159,10 @@ private:
     uint64_t latency(uint64_t min_us, uint64_t max_us);
     bool linked(NodeId from, NodeId to) const;
     void deliver_frame(NodeId from, NodeId to, proto::PeerFrame frame);
+    // A connection to `node`'s client port (port_bit 0) or Redis port (net::kRespConnectionBit).
+    std::optional<ConnId> open_conn(NodeId node, ClientObserver& observer, ConnId port_bit);
+    // Runs `deliver` on the connection's node after a latency, in order, if it is still open.
+    void to_server(ConnId conn, std::function<void(Node&)> deliver);
     void drop_conns_of(NodeId id);
     // Delivers what a node sends on a connection to its client, in order, after a latency.
     void to_client(ConnId conn, std::function<void(ClientObserver&)> deliver);
