@@ -88,6 +88,8 @@ Replica::Replica(const ServerConfig& config,
     rc.max_committed_entries_per_ready = kCommittedEntriesPerReady;
     rc.max_committed_size_per_ready_bytes = kCommittedBytesPerReady;
     raw_ = std::make_unique<raft::RawNode>(rc, *storage_);
+    raft::ReadyHost& host = *this;
+    loop_ = std::make_unique<raft::ReadyLoop>(*raw_, host);
     replayed_through_ = init.hard_state.commit;
     // Nonces tell this node's OpenSession entries apart from every other node's: the id in the
     // top byte, a random start below (a restarted node must not reuse its predecessor's).
@@ -166,85 +168,39 @@ void Replica::flush() {
     drive();
 }
 
-// One Ready's committed entries per round of the loop (at most kCommittedEntriesPerReady): after a
-// Ready that applied entries, the next Ready waits for a posted drive(), behind everything queued
-// meanwhile, and the inputs that arrive until then only step the core (drive() returns at once).
-// Otherwise every peer message would apply its own slice before a tick or the admin port got a
-// turn. This holds during the replay at start as under a burst of costly entries.
-void Replica::schedule_drive() {
-    if (!drive_scheduled_) {
-        drive_scheduled_ = true;
-        post_([this] {
-            drive_scheduled_ = false;
-            drive();
-        });
-    }
-}
-
+// One Ready's committed entries per round of the loop (at most kCommittedEntriesPerReady): the
+// Ready loop defers the next Ready behind everything posted meanwhile, so every peer message does
+// not apply its own slice before a tick or the admin port gets a turn (raft/ready_loop.h).
 void Replica::drive() {
-    if (drive_scheduled_) {
-        return;  // the posted drive() takes the next Ready
-    }
-    bool applied = false;
-    while (!ready_in_flight_ && raw_->has_ready()) {
-        if (applied) {
-            schedule_drive();
-            break;
-        }
-        // Before the Ready's messages go out: they may be for a member the configuration (or a
-        // snapshot) just added.
-        refresh_peers();
-        auto ready = std::make_shared<raft::Ready>(raw_->ready());
-        if (ready->soft_state) {
-            on_soft_state(*ready->soft_state);
-        }
-        send_raft(ready->early_messages);
-        const bool durable = ready->snapshot || !ready->entries.empty() || ready->must_sync;
-        if (!durable) {
-            if (ready->hard_state) {
-                // Only the commit index moved. Nothing sent or applied depends on it being on
-                // disk (a restarted node learns it again from the leader), so its write queues
-                // behind any other and the Ready finishes now: applying a commit, and answering
-                // the client, no longer waits for a round trip through the storage thread.
-                raft::Ready commit_only;
-                commit_only.hard_state = ready->hard_state;
-                worker_->submit([this, commit_only] { storage_->persist(commit_only, false); }, {});
-            }
-            applied = !ready->committed_entries.empty() || ready->snapshot.has_value();
-            finish_ready(*ready);
-            continue;
-        }
-        ready_in_flight_ = true;
-        worker_->submit(
-            [this, ready] {
-                const int64_t start_us = clock_.steady_us();
-                storage_->persist(*ready, ready->must_sync);
-                if (ready->must_sync) {
-                    metrics_.fsync_latency.record_us(
-                        static_cast<uint64_t>(clock_.steady_us() - start_us));
-                }
-            },
-            [this, ready] {
-                const bool applies = !ready->committed_entries.empty() || ready->snapshot;
-                finish_ready(*ready);
-                if (applies) {
-                    schedule_drive();
-                } else {
-                    drive();
-                }
-            });
-    }
-    // Applied entries may have committed a removal: its node is no longer a peer.
+    loop_->drive();
+    // Also when no Ready was taken (one is being written): a configuration entry this leader
+    // just appended changes the peer list before any Ready carries it.
     refresh_peers();
 }
 
-void Replica::finish_ready(raft::Ready& ready) {
-    send_raft(ready.messages);
-    if (ready.snapshot) {
-        apply_snapshot(*ready.snapshot);
-    }
-    apply_entries(ready.committed_entries);
-    for (raft::ReadState& rs : ready.read_states) {
+void Replica::persist(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done) {
+    worker_->submit(
+        [this, ready, sync] {
+            const int64_t start_us = clock_.steady_us();
+            storage_->persist(*ready, sync);
+            if (sync) {
+                metrics_.fsync_latency.record_us(
+                    static_cast<uint64_t>(clock_.steady_us() - start_us));
+            }
+        },
+        std::move(done));
+}
+
+void Replica::persist_commit(const raft::HardState& hard_state) {
+    // Queued behind any other write; applying the commit, and answering the client, does not
+    // wait for a round trip through the storage thread.
+    raft::Ready commit_only;
+    commit_only.hard_state = hard_state;
+    worker_->submit([this, commit_only] { storage_->persist(commit_only, false); }, {});
+}
+
+void Replica::serve_reads(std::vector<raft::ReadState>& read_states) {
+    for (raft::ReadState& rs : read_states) {
         auto it = reads_in_flight_.find(rs.context);
         if (it == reads_in_flight_.end()) {
             continue;  // answered already (a duplicate after a resubmission) or timed out
@@ -257,13 +213,19 @@ void Replica::finish_ready(raft::Ready& ready) {
             reads_waiting_apply_.emplace(rs.index, std::move(batch));
         }
     }
-    raw_->advance(ready);
-    raw_->raft().check_invariants();
-    ready_in_flight_ = false;
-    maybe_snapshot();
 }
 
-void Replica::send_raft(std::vector<raft::Message>& messages) {
+void Replica::defer(Callback fn) {
+    post_(std::move(fn));
+}
+
+void Replica::after_ready() {
+    maybe_snapshot();
+    // Applied entries may have committed a removal: its node is no longer a peer.
+    refresh_peers();
+}
+
+void Replica::send(std::vector<raft::Message>& messages) {
     for (raft::Message& m : messages) {
         proto::PeerFrame frame;
         net::to_proto(m, *frame.mutable_raft());

@@ -5,7 +5,8 @@
 // this node's clients. No sockets: the runtime (cli/raftlockd.cc) feeds it peer frames, client
 // requests and ticks on its one loop thread, and it answers through PeerSink and ClientSink.
 //
-// The Ready loop is asynchronous (raft/raw_node.h's order, with the write on the storage thread):
+// The Ready loop is raft::ReadyLoop (raft/ready_loop.h), the one the simulators run, with the
+// write on the storage thread:
 //   ready() -> send early messages -> storage thread persists (one synced batch: group commit)
 //   -> back on the loop: send messages, apply committed entries, serve reads -> advance()
 // While a write is in flight the loop keeps stepping messages and taking requests; they all go
@@ -42,6 +43,7 @@
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
 #include "raft/raw_node.h"
+#include "raft/ready_loop.h"
 #include "server/clock.h"
 #include "server/config.h"
 #include "server/metrics.h"
@@ -71,7 +73,10 @@ public:
     virtual void close(net::ConnectionId id) = 0;
 };
 
-class Replica final : public net::ClientHandler, public RedisBackend, public SqlBackend {
+class Replica final : public net::ClientHandler,
+                      public RedisBackend,
+                      public SqlBackend,
+                      private raft::ReadyHost {
 public:
     using Post = std::function<void(std::function<void()>)>;
 
@@ -138,7 +143,7 @@ public:
     void fill_status(proto::NodeStatusResult& out) const;
     bool is_leader() const { return soft_.role == raft::Role::kLeader; }
     // A Ready's synced write is on the storage thread: no Ready (and no message) until it is done.
-    bool writing() const { return ready_in_flight_; }
+    bool writing() const { return loop_->persisting(); }
     uint64_t leader() const { return soft_.leader; }
     raft::Index applied_index() const { return applied_index_; }
     // A committed configuration removed this node: it has shut down and the process should exit.
@@ -214,19 +219,25 @@ private:
     void schedule_flush();
     void flush();
     void drive();
-    void schedule_drive();
-    void finish_ready(raft::Ready& ready);
-    void send_raft(std::vector<raft::Message>& messages);
-    void on_soft_state(const raft::SoftState& soft);
     void maybe_snapshot();
+    // raft::ReadyHost: the Ready loop's effects (raft/ready_loop.h), the write on the storage
+    // thread.
+    void send(std::vector<raft::Message>& messages) override;
+    void persist(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done) override;
+    void persist_commit(const raft::HardState& hard_state) override;
+    void serve_reads(std::vector<raft::ReadState>& read_states) override;
+    void defer(Callback fn) override;
+    void on_soft_state(const raft::SoftState& soft) override;
+    void before_ready() override { refresh_peers(); }
+    void after_ready() override;
     void expire_sessions();
     void maybe_propose_noop();
     void expire_requests();
     int64_t cluster_now_ms();
 
     // replica_apply.cc: committed entries -> replies and pushes.
-    void apply_entries(const std::vector<raft::Entry>& entries);
-    void apply_snapshot(const raft::Snapshot& snapshot);
+    void apply_entries(const std::vector<raft::Entry>& entries) override;
+    void apply_snapshot(const raft::Snapshot& snapshot) override;
     void on_applied(const statemachine::Command& command, const statemachine::ApplyResult& result);
     void answer_write(const statemachine::Command& command,
                       const statemachine::ApplyResult& result);
@@ -315,6 +326,7 @@ private:
 
     std::unique_ptr<storage::LogStore> storage_;
     std::unique_ptr<raft::RawNode> raw_;
+    std::unique_ptr<raft::ReadyLoop> loop_;    // drives raw_
     raft::PeerInputLimits peer_input_limits_;  // the core's too (raft::Config::peer_input)
     // Dropped peer messages: at most one line per peer and reason every few seconds.
     net::LogLimiter peer_input_log_{std::chrono::seconds(5)};
@@ -327,9 +339,7 @@ private:
     raft::Index replayed_through_ = 0;  // the commit index at start: entries up to it are replayed
 
     raft::SoftState soft_;
-    bool ready_in_flight_ = false;
     bool flush_scheduled_ = false;
-    bool drive_scheduled_ = false;  // a drive() is posted for the rest of the committed entries
     bool shutting_down_ = false;
     uint64_t ticks_ = 0;
     int64_t time_offset_ms_ = 0;  // cluster time = steady clock + offset while leader

@@ -105,7 +105,7 @@ public:
     // Precondition: closed.
     std::optional<StorageError> open();
 
-    // The driver's writes, in the order of raft::DriverHost::persist. Semantics as
+    // The Ready loop's writes, in the order of raft::ReadyHost::persist. Semantics as
     // raft::MemoryStorage: entries at or below the last index replace the log from there,
     // compacted ones are skipped, and an older snapshot changes nothing. Each returns kOk, or
     // the injected error (then the store is failed()). Precondition: open, not failed.

@@ -4,7 +4,7 @@
 // by one event queue. One class split over files by concern:
 //
 //   cluster.cc   setup, the event loop, phases (faults, then heal and liveness), routing
-//   nemesis.cc   the fault actions and the crash decisions at driver stages
+//   nemesis.cc   the fault actions and the crash decisions at Ready loop stages
 
 #include <cstdint>
 #include <memory>
@@ -77,7 +77,7 @@ private:
 
     // NodeEnv
     void send(raft::NodeId from, std::vector<raft::Message>&& messages) override;
-    bool crash_at(raft::NodeId id, raft::DriverStage stage, const ReadyTraits& ready) override;
+    bool crash_at(raft::NodeId id, raft::ReadyStage stage, const ReadyTraits& ready) override;
     bool crash_mid_persist(raft::NodeId id, const ReadyTraits& ready) override;
     storage::WriteStatus write_fault(raft::NodeId id) override;
     void on_command_applied(raft::NodeId id,

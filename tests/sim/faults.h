@@ -1,7 +1,7 @@
 #pragma once
 
 // The fault model of one run, drawn from the seed: how often the nemesis acts and with which
-// mix of actions, how likely a node is to crash at each driver stage, and how long crashed
+// mix of actions, how likely a node is to crash at each Ready loop stage, and how long crashed
 // nodes stay down. Varying the mix across seeds covers both calm runs (where subtle ordering
 // bugs show) and storms (where recovery bugs show).
 
@@ -42,7 +42,7 @@ struct FaultProfile {
     uint64_t nemesis_interval_min_us = 0;
     uint64_t nemesis_interval_max_us = 0;
     uint32_t weights[static_cast<size_t>(NemesisAction::kCount)] = {};
-    // Chance (per million Readies) to crash at each driver stage or in the middle of a persist.
+    // Chance (per million Readies) to crash at each Ready loop stage or in the middle of a persist.
     uint32_t stage_crash_ppm = 0;
     // Chance (per thousand) that a node crashes in the window between sending an early vote
     // and syncing it, when its Ready grants a vote. Harmless in a correct core (the grant only

@@ -141,7 +141,7 @@ void LockWorkload::poll(Client& c) {
         next_action(c);
     }
     // Requests go out from here only: a reply arrives while a node applies entries, and
-    // proposing from inside that would re-enter the node's driver.
+    // proposing from inside that would re-enter the node's Ready loop.
     if (awaits_reply(c.stage) && c.attempts == 0) {
         attempt(c);
     }

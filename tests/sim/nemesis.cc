@@ -1,4 +1,4 @@
-// The nemesis: fault actions on the cluster, and the crash decisions at driver stages.
+// The nemesis: fault actions on the cluster, and the crash decisions at Ready loop stages.
 
 #include <algorithm>
 
@@ -331,13 +331,13 @@ void Cluster::act_dual_campaign() {
     }
 }
 
-bool Cluster::crash_at(raft::NodeId id, raft::DriverStage stage, const ReadyTraits& ready) {
+bool Cluster::crash_at(raft::NodeId id, raft::ReadyStage stage, const ReadyTraits& ready) {
     if (phase_ != Phase::kFaults) {
         return false;
     }
     // The vote window: between the early messages and the sync (the other half of the window
     // is crash_mid_persist).
-    if (stage == raft::DriverStage::kEarlySent && ready.grants_vote &&
+    if (stage == raft::ReadyStage::kEarlySent && ready.grants_vote &&
         nemesis_rng_.chance(faults_.vote_crash_per_mille, 2000)) {
         next_downtime_us_[id - 1] = nemesis_rng_.uniform(kVoteCrashDowntimeMaxUs + 1);
         return true;

@@ -26,15 +26,15 @@ bool grants_vote(const std::vector<raft::Message>& messages) {
 
 }  // namespace
 
-std::string_view to_string(raft::DriverStage stage) {
+std::string_view to_string(raft::ReadyStage stage) {
     switch (stage) {
-        case raft::DriverStage::kEarlySent:
+        case raft::ReadyStage::kEarlySent:
             return "early-sent";
-        case raft::DriverStage::kPersisted:
+        case raft::ReadyStage::kPersisted:
             return "persisted";
-        case raft::DriverStage::kSent:
+        case raft::ReadyStage::kSent:
             return "sent";
-        case raft::DriverStage::kApplied:
+        case raft::ReadyStage::kApplied:
             return "applied";
     }
     return "unknown";
@@ -99,15 +99,16 @@ StartResult SimNode::start(uint64_t raft_seed) {
                raft::to_string(initial.hard_state), config.applied, disk_.first_index(),
                disk_.last_index());
     raw_ = std::make_unique<raft::RawNode>(config, disk_);
-    raft::DriverHost& host = *this;
-    driver_ = std::make_unique<raft::Driver>(*raw_, host);
+    raft::ReadyHost& host = *this;
+    loop_ = std::make_unique<raft::ReadyLoop>(*raw_, host);
     checker_.observe(id_, *raw_);
     return drive() ? StartResult::kStarted : StartResult::kCrashed;
 }
 
 void SimNode::crash(std::string_view why) {
     RL_ASSERT(up());
-    driver_.reset();
+    loop_.reset();
+    deferred_.clear();
     raw_.reset();
     const storage::CrashLoss loss = disk_.crash(disk_rng_);
     app_ = SimApp(params_.lock_config);
@@ -125,15 +126,23 @@ std::optional<storage::Corruption> SimNode::corrupt_disk(Rng& rng) {
 
 bool SimNode::drive() {
     crashed_at_.reset();
-    const raft::DriveResult result = driver_->run(kMaxReadiesPerInput);
-    if (result == raft::DriveResult::kStopped) {
+    loop_->drive();
+    // The Readies after one that applied entries, each on a deferred drive(): all before the
+    // next input, up to a bound that only stops a runaway core (the rest waits for that input).
+    for (uint32_t i = 0; i < kMaxReadiesPerInput && !deferred_.empty() && !loop_->stopped(); ++i) {
+        Callback next = std::move(deferred_.front());
+        deferred_.erase(deferred_.begin());
+        next();
+    }
+    RL_ASSERT(!loop_->persisting());  // the disk completes every write at once
+    if (loop_->stopped()) {
         RL_ASSERT(crashed_at_.has_value());
         if (write_failure_ != storage::WriteStatus::kOk) {
             crash(fmt::format("at a failed {} ({})", failed_write_,
                               storage::to_string(write_failure_)));
         } else {
             crash(crash_mid_persist_ ? "mid-persist, before the sync"
-                                     : fmt::format("at driver stage {}", to_string(*crashed_at_)));
+                                     : fmt::format("at loop stage {}", to_string(*crashed_at_)));
         }
         return false;
     }
@@ -231,13 +240,27 @@ void SimNode::on_ready(const raft::Ready& ready) {
     }
 }
 
-void SimNode::send(std::vector<raft::Message>&& messages) {
+void SimNode::send(std::vector<raft::Message>& messages) {
     env_.send(id_, std::move(messages));
 }
 
-void SimNode::persist(const raft::Ready& ready, bool sync) {
-    // After a failed write nothing more is written: proceed() stops the driver and the node
-    // crashes before any message of this Ready leaves.
+void SimNode::persist(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done) {
+    // After a failed write nothing more is written, and the completion's proceed() stops the loop:
+    // the node crashes before any message of this Ready leaves.
+    write_ready(*ready, sync);
+    done();
+}
+
+void SimNode::persist_commit(const raft::HardState& hard_state) {
+    arm_write_fault();
+    (void)write_ok(disk_.write_hard_state(hard_state), "hard state write");
+}
+
+void SimNode::defer(Callback fn) {
+    deferred_.push_back(std::move(fn));
+}
+
+void SimNode::write_ready(const raft::Ready& ready, bool sync) {
     if (ready.snapshot) {
         checker_.on_snapshot_written(id_, ready.snapshot->metadata);
         arm_write_fault();
@@ -262,7 +285,7 @@ void SimNode::persist(const raft::Ready& ready, bool sync) {
         return;
     }
     if (env_.crash_mid_persist(id_, ready_traits_)) {
-        crash_mid_persist_ = true;  // proceed() stops the driver; the writes stay unsynced
+        crash_mid_persist_ = true;  // proceed() stops the loop; the writes stay unsynced
         return;
     }
     arm_write_fault();
@@ -303,7 +326,7 @@ void SimNode::apply_entries(const std::vector<raft::Entry>& entries) {
     serve_ready_reads();
 }
 
-void SimNode::serve_reads(const std::vector<raft::ReadState>& read_states) {
+void SimNode::serve_reads(std::vector<raft::ReadState>& read_states) {
     for (const raft::ReadState& rs : read_states) {
         if (pending_reads_.size() >= kMaxPendingReads) {
             pending_reads_.erase(pending_reads_.begin());
@@ -326,7 +349,7 @@ void SimNode::serve_ready_reads() {
     pending_reads_ = std::move(waiting);
 }
 
-bool SimNode::proceed(raft::DriverStage stage) {
+bool SimNode::proceed(raft::ReadyStage stage) {
     const bool failed = crash_mid_persist_ || write_failure_ != storage::WriteStatus::kOk;
     if (!failed && !env_.crash_at(id_, stage, ready_traits_)) {
         return true;

@@ -1,9 +1,10 @@
 #pragma once
 
 // One simulated server: a simulated disk, the application (app.h) and a RawNode driven by the
-// shared Driver (raft/driver.h). The node is the Driver's host: it persists to its disk (a
-// storage::FaultInjectingStorage), hands messages to the network, applies entries and serves
-// reads, and at every driver stage and every disk write asks the fault injector whether to crash
+// Ready loop the server runs (raft/ready_loop.h). The node is the loop's host: it persists to its
+// disk (a storage::FaultInjectingStorage) at once, hands messages to the network, applies entries
+// and serves reads, and at every loop stage and every disk write asks the fault injector whether
+// to crash
 // (or fail the write) right there. A crash loses the RawNode, the application and the unsynced
 // part of the disk; a restart verifies the disk and rebuilds them from it, or, when the disk is
 // corrupt, refuses to start and the node stays down for good.
@@ -16,8 +17,8 @@
 
 #include "raft/conf_change.h"
 #include "raft/config.h"
-#include "raft/driver.h"
 #include "raft/raw_node.h"
+#include "raft/ready_loop.h"
 #include "raft/rng.h"
 #include "storage/fault_injecting_storage.h"
 #include "tests/sim/app.h"
@@ -36,8 +37,8 @@ class NodeEnv {
 public:
     virtual ~NodeEnv() = default;
     virtual void send(raft::NodeId from, std::vector<raft::Message>&& messages) = 0;
-    // Crash at this driver stage? (Crashes are the fault injector's decision.)
-    virtual bool crash_at(raft::NodeId id, raft::DriverStage stage, const ReadyTraits& ready) = 0;
+    // Crash at this stage of the Ready loop? (Crashes are the fault injector's decision.)
+    virtual bool crash_at(raft::NodeId id, raft::ReadyStage stage, const ReadyTraits& ready) = 0;
     // Crash in the middle of this persist, after the writes and before the sync?
     virtual bool crash_mid_persist(raft::NodeId id, const ReadyTraits& ready) = 0;
     // Does the disk fail the next write, sync or snapshot save (kOk: no)? The node crashes at a
@@ -71,7 +72,7 @@ enum class StartResult : uint8_t {
     kRefused,  // the disk failed verification: the node never runs again
 };
 
-class SimNode final : private raft::DriverHost {
+class SimNode final : private raft::ReadyHost {
 public:
     // `disk_seed` decides which unsynced writes survive crashes.
     SimNode(raft::NodeId id,
@@ -102,7 +103,7 @@ public:
     // Flips a bit of a record on the disk of this crashed node (nullopt: it has none).
     std::optional<storage::Corruption> corrupt_disk(Rng& rng);
 
-    // Inputs. Each runs the driver afterwards; false when the node crashed while doing so.
+    // Inputs. Each runs the Ready loop afterwards; false when the node crashed while doing so.
     bool tick();
     // `check` receives the core's verdict on the message (raft/peer_input.h).
     bool step(raft::Message message, raft::MessageCheck* check);
@@ -118,7 +119,7 @@ public:
     bool campaign();
 
     // Set when the last input crashed the node (which stage, for the trace).
-    std::optional<raft::DriverStage> crashed_at() const { return crashed_at_; }
+    std::optional<raft::ReadyStage> crashed_at() const { return crashed_at_; }
 
 private:
     struct PendingRead {
@@ -134,15 +135,22 @@ private:
     // False when a disk write failed; remembers which, for the crash.
     bool write_ok(storage::WriteStatus status, std::string_view what);
     void serve_ready_reads();
+    // The Ready's snapshot, entries and hard state, then the sync when `sync`.
+    void write_ready(const raft::Ready& ready, bool sync);
 
-    // raft::DriverHost
+    // raft::ReadyHost
     void on_ready(const raft::Ready& ready) override;
-    void send(std::vector<raft::Message>&& messages) override;
-    void persist(const raft::Ready& ready, bool sync) override;
+    void send(std::vector<raft::Message>& messages) override;
+    // Writes at once and completes before returning: the simulated disk has no latency (the
+    // server simulator's has, tests/sim/replica/).
+    void persist(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done) override;
+    void persist_commit(const raft::HardState& hard_state) override;
     void apply_snapshot(const raft::Snapshot& snapshot) override;
     void apply_entries(const std::vector<raft::Entry>& entries) override;
-    void serve_reads(const std::vector<raft::ReadState>& read_states) override;
-    bool proceed(raft::DriverStage stage) override;
+    void serve_reads(std::vector<raft::ReadState>& read_states) override;
+    // Deferred drives run before the input that caused them returns (drive()).
+    void defer(Callback fn) override;
+    bool proceed(raft::ReadyStage stage) override;
 
     raft::NodeId id_;
     NodeParams params_;
@@ -153,18 +161,19 @@ private:
     storage::FaultInjectingStorage disk_;
     SimApp app_;
     std::unique_ptr<raft::RawNode> raw_;
-    std::unique_ptr<raft::Driver> driver_;
+    std::unique_ptr<raft::ReadyLoop> loop_;
+    std::vector<Callback> deferred_;
     uint32_t incarnation_ = 0;
     ReadyTraits ready_traits_;
     bool crash_mid_persist_ = false;
     storage::WriteStatus write_failure_ = storage::WriteStatus::kOk;
     std::string_view failed_write_;  // what failed: "entries write", "sync", ...
     bool refused_ = false;
-    std::optional<raft::DriverStage> crashed_at_;
+    std::optional<raft::ReadyStage> crashed_at_;
     std::vector<PendingRead> pending_reads_;
     uint64_t snapshots_installed_ = 0;
 };
 
-std::string_view to_string(raft::DriverStage stage);
+std::string_view to_string(raft::ReadyStage stage);
 
 }  // namespace raftlock::sim
