@@ -15,7 +15,7 @@
 namespace raftlock::server::negative_controls {
 
 enum class Control : uint8_t {
-    // Serve every read (of the client and Redis ports) from this node's applied state at once,
+    // Serve every read (of the client, Redis and PostgreSQL ports) from this node's applied state,
     // without a ReadIndex round, so a lagging follower or a deposed leader answers with stale
     // data (what Raft thesis §6.4 exists to prevent).
     kLocalReads,

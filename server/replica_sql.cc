@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "raft/assert.h"
+#include "server/negative_controls.h"
 #include "server/replica.h"
 #include "server/request_codec.h"
 #include "statemachine/codec.h"
@@ -61,6 +62,12 @@ void Replica::sql_statement(
     // fail with it (PostgreSQL's rule), and only an entry can record that. This node applied the
     // session's every earlier statement, so the status it sees is the session's own.
     if (read_only && sm_.sql_tx_status(session) == sql::TxStatus::kIdle) {
+#ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
+        if (negative_controls::on(negative_controls::Control::kLocalReads)) {
+            pg_frontend_->on_result(id, seq, sm_.sql_query(session, request));
+            return;
+        }
+#endif
         next_batch_.sql_reads.emplace_back(client, std::pair{session, std::move(request)});
         schedule_flush();
         return;

@@ -1,6 +1,7 @@
 // raftlock-replica-sim: the server simulator (issue 19). Each seed runs three real
-// server::Replica objects (world.h) with simulated lock clients (lock_clients.h) under a seeded
-// nemesis, then lets the cluster settle and checks the end state.
+// server::Replica objects (world.h) with simulated clients of every port (lock_clients.h,
+// redis_clients.h, sql_clients.h) under a seeded nemesis, then lets the cluster settle and checks
+// the end state.
 //
 //   raftlock-replica-sim --seeds 1..200     a sweep; prints each failing seed and a summary
 //   raftlock-replica-sim --seed 17 -v       one seed, with the replicas' logs and the faults
@@ -21,6 +22,7 @@
 #endif
 #include "tests/sim/replica/lock_clients.h"
 #include "tests/sim/replica/redis_clients.h"
+#include "tests/sim/replica/sql_clients.h"
 #include "tests/sim/replica/world.h"
 
 namespace raftlock::sim::replica {
@@ -41,6 +43,7 @@ WorldParams world_params() {
     c.request_timeout_ms = 2000;
     c.session_timeout_ms_min = 500;
     c.session_timeout_ms_max = 60000;
+    c.pg_session_timeout_ms = 1500;
     c.snapshot_every_entries = 300;
     c.compaction_lag_entries = 50;
     return p;
@@ -51,6 +54,7 @@ struct RunResult {
     std::vector<std::string> other_failures;  // liveness, and runs that proved nothing
     ClientStats stats;
     RedisClientStats redis;
+    SqlClientStats sql;
     uint64_t faults = 0;
     std::string fingerprint;  // what two runs of one seed must agree on
 };
@@ -165,14 +169,19 @@ RunResult run(uint64_t seed, bool verbose) {
     RedisClientParams redis_params;
     redis_params.trace = verbose;
     RedisLockClients redis(world, redis_params);
+    SqlClientParams sql_params;
+    sql_params.trace = verbose;
+    SqlClients sql(world, sql_params);
     Nemesis nemesis(world, verbose);
     clients.start();
     redis.start();
+    sql.start();
     nemesis.start();
     world.run_until(kFaultyUs);
     nemesis.stop();
     clients.stop();
     redis.stop();
+    sql.stop();
     world.run_until(kFaultyUs + kSettleUs);
     const uint64_t deadline = world.now_us() + kCatchUpUs;
     while (!settled(world) && world.now_us() < deadline) {
@@ -187,11 +196,14 @@ RunResult run(uint64_t seed, bool verbose) {
     }
     result.failures = clients.failures();
     result.failures.insert(result.failures.end(), redis.failures().begin(), redis.failures().end());
-    for (const auto* list : {&clients.liveness_failures(), &redis.liveness_failures()}) {
+    result.failures.insert(result.failures.end(), sql.failures().begin(), sql.failures().end());
+    for (const auto* list :
+         {&clients.liveness_failures(), &redis.liveness_failures(), &sql.liveness_failures()}) {
         result.other_failures.insert(result.other_failures.end(), list->begin(), list->end());
     }
     result.stats = clients.stats();
     result.redis = redis.stats();
+    result.sql = sql.stats();
     result.faults = nemesis.faults();
     // A run that did nothing or injected nothing proves nothing.
     if (result.stats.grants == 0 || result.stats.fenced_writes == 0) {
@@ -205,15 +217,22 @@ RunResult run(uint64_t seed, bool verbose) {
             fmt::format("no Redis lock was taken and read (taken {}, reads {})",
                         result.redis.acquired, result.redis.reads_checked));
     }
+    if (result.sql.locks_taken == 0 || result.sql.reads_checked == 0) {
+        result.other_failures.push_back(
+            fmt::format("no SQL lock was taken and no row read back (locks {}, reads {})",
+                        result.sql.locks_taken, result.sql.reads_checked));
+    }
     if (result.faults == 0) {
         result.other_failures.push_back("no fault was injected");
     }
     result.fingerprint =
-        fmt::format("{}|{} {} {} {} {} {} {}|{} {} {}|{}|{}", world.describe(),
+        fmt::format("{}|{} {} {} {} {} {} {}|{} {} {}|{} {} {} {}|{}|{}", world.describe(),
                     result.stats.sessions, result.stats.grants, result.stats.releases,
                     result.stats.fenced_writes, result.stats.lapses, result.stats.sessions_lost,
                     result.stats.retries, result.redis.acquired, result.redis.reads_checked,
-                    result.redis.retries, world.now_us(), fmt::join(result.failures, ";"));
+                    result.redis.retries, result.sql.locks_taken, result.sql.rows_acknowledged,
+                    result.sql.reads_checked, result.sql.sessions_lost, world.now_us(),
+                    fmt::join(result.failures, ";"));
     if (verbose) {
         fmt::print("{}", world.describe());
     }
@@ -286,6 +305,9 @@ int main_impl(int argc, char** argv) {
     uint64_t faults = 0;
     uint64_t redis_acquired = 0;
     uint64_t redis_reads = 0;
+    uint64_t sql_locks = 0;
+    uint64_t sql_rows = 0;
+    uint64_t sql_reads = 0;
     for (uint64_t seed = first; seed <= last; ++seed) {
         RunResult r = run(seed, verbose);
         if (check_determinism && run(seed, false).fingerprint != r.fingerprint) {
@@ -297,14 +319,19 @@ int main_impl(int argc, char** argv) {
         total.sessions_lost += r.stats.sessions_lost;
         redis_acquired += r.redis.acquired;
         redis_reads += r.redis.reads_checked;
+        sql_locks += r.sql.locks_taken;
+        sql_rows += r.sql.rows_acknowledged;
+        sql_reads += r.sql.reads_checked;
         faults += r.faults;
         if (verbose) {
             fmt::print(
                 "seed {}: {} grants, {} fenced writes, {} releases, {} lapses, {} sessions "
-                "lost, {} retries; Redis: {} taken, {} reads checked, {} lapses; {} faults\n",
+                "lost, {} retries; Redis: {} taken, {} reads checked, {} lapses; SQL: {} locks, "
+                "{} rows acknowledged, {} reads checked, {} sessions lost; {} faults\n",
                 seed, r.stats.grants, r.stats.fenced_writes, r.stats.releases, r.stats.lapses,
                 r.stats.sessions_lost, r.stats.retries, r.redis.acquired, r.redis.reads_checked,
-                r.redis.lapses, r.faults);
+                r.redis.lapses, r.sql.locks_taken, r.sql.rows_acknowledged, r.sql.reads_checked,
+                r.sql.sessions_lost, r.faults);
         }
         if (!r.failures.empty() || !r.other_failures.empty()) {
             ++failed;
@@ -328,9 +355,11 @@ int main_impl(int argc, char** argv) {
     const uint64_t seeds = last - first + 1;
     fmt::print(
         "{} seeds {}..{}: {} failed; {} grants, {} fenced writes, {} lapses, {} sessions "
-        "lost; Redis: {} taken, {} reads checked; {} faults; {:.1f} s ({:.1f} seeds/s)\n",
+        "lost; Redis: {} taken, {} reads checked; SQL: {} locks, {} rows acknowledged, {} reads "
+        "checked; {} faults; {:.1f} s ({:.1f} seeds/s)\n",
         seeds, first, last, failed, total.grants, total.fenced_writes, total.lapses,
-        total.sessions_lost, redis_acquired, redis_reads, faults, seconds, seeds / seconds);
+        total.sessions_lost, redis_acquired, redis_reads, sql_locks, sql_rows, sql_reads, faults,
+        seconds, seeds / seconds);
     if (expect_violation) {
         fmt::print("NOT CAUGHT: no seed failed\n");
         return 1;

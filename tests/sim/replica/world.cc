@@ -103,6 +103,7 @@ struct World::Node {
     std::unique_ptr<server::ClientSink> clients;
     std::unique_ptr<server::Replica> replica;
     std::unique_ptr<server::RedisFrontend> redis;  // the Redis port, in front of the replica
+    std::unique_ptr<server::PgFrontend> pg;        // the PostgreSQL port, likewise
     uint32_t incarnation = 0;
     bool paused = false;
     std::vector<std::function<void()>> deferred;  // events that came due while paused
@@ -198,6 +199,19 @@ struct SimRespOutput final : server::RespOutput {
     World& world;
 };
 
+struct SimPgOutput final : server::PgOutput {
+    explicit SimPgOutput(World& world) : world(world) {}
+    void send(uint64_t id, std::string bytes) override {
+        world.to_client(id,
+                        [id, bytes = std::move(bytes)](ClientObserver& o) { o.on_pg(id, bytes); });
+    }
+    void close(uint64_t id) override { world.pg_closed_by_server(id); }
+    // The simulated clients send one statement at a time: nothing to hold back.
+    void pause_reading(uint64_t id, bool paused) override { (void)id, (void)paused; }
+
+    World& world;
+};
+
 void World::to_client(ConnId conn, std::function<void(ClientObserver&)> deliver) {
     auto it = conns_.find(conn);
     if (it == conns_.end()) {
@@ -224,8 +238,23 @@ void World::closed_by_server(ConnId conn) {
     agenda_.at(now_us(), [observer, conn] { observer->on_closed(conn); });
 }
 
+void World::pg_closed_by_server(ConnId conn) {
+    auto it = conns_.find(conn);
+    if (it == conns_.end() || it->second.closing) {
+        return;
+    }
+    Conn& c = it->second;
+    c.closing = true;
+    const NodeId node = c.node;
+    node_at(node, now_us(), [this, node, conn] { nodes_.at(node)->pg->on_pg_close(conn); });
+    agenda_.at(std::max(c.to_client_us, now_us()), [this, conn] { closed_by_server(conn); });
+}
+
 World::World(uint64_t seed, const WorldParams& params)
-    : params_(params), rng_(seed), resp_output_(std::make_unique<SimRespOutput>(*this)) {
+    : params_(params),
+      rng_(seed),
+      resp_output_(std::make_unique<SimRespOutput>(*this)),
+      pg_output_(std::make_unique<SimPgOutput>(*this)) {
     RL_ASSERT(params.nodes >= 1);
     server::ServerConfig base = params.config;
     base.members.clear();
@@ -328,6 +357,11 @@ void World::start(Node& n) {
     redis_options.node_id = id;
     n.redis = std::make_unique<server::RedisFrontend>(redis_options, *resp_output_, *n.replica);
     n.replica->set_redis_frontend(n.redis.get());
+    server::PgFrontendOptions pg_options;  // trust: no password
+    pg_options.node_id = id;
+    pg_options.secret_seed = rng_.next();
+    n.pg = std::make_unique<server::PgFrontend>(pg_options, *pg_output_, *n.replica);
+    n.replica->set_pg_frontend(n.pg.get());
     // Ticks start at a random phase, as processes do.
     const uint64_t tick_us = uint64_t{n.config.tick_ms} * 1000;
     node_at(
@@ -384,6 +418,7 @@ void World::crash(NodeId id) {
     RL_ASSERT(n.replica != nullptr);
     n.replica.reset();  // its executor's unrun writes go with it
     n.redis.reset();
+    n.pg.reset();
     n.deferred.clear();
     n.deferred_tick = nullptr;
     n.paused = false;
@@ -463,6 +498,8 @@ std::optional<ConnId> World::open_conn(NodeId node, ClientObserver& observer, Co
         Node& to = *nodes_.at(node);
         if ((conn & net::kRespConnectionBit) != 0) {
             to.redis->on_resp_open(conn, "sim");
+        } else if ((conn & net::kPgConnectionBit) != 0) {
+            to.pg->on_pg_open(conn, "sim");
         } else {
             to.replica->on_client_open(conn, "sim");
         }
@@ -478,7 +515,8 @@ void World::to_server(ConnId conn, std::function<void(Node&)> deliver) {
         c.to_server_us, now_us() + latency(params_.net_latency_min_us, params_.net_latency_max_us));
     const NodeId node = c.node;
     node_at(node, c.to_server_us, [this, node, conn, deliver = std::move(deliver)] {
-        if (conns_.count(conn) != 0) {
+        auto open = conns_.find(conn);
+        if (open != conns_.end() && !open->second.closing) {
             deliver(*nodes_.at(node));
         }
     });
@@ -511,17 +549,34 @@ void World::send_resp(ConnId conn, statemachine::redis::Argv argv) {
     });
 }
 
+std::optional<ConnId> World::open_pg(NodeId node, ClientObserver& observer) {
+    return open_conn(node, observer, net::kPgConnectionBit);
+}
+
+void World::send_pg(ConnId conn, net::PgFrontendMessage message) {
+    RL_ASSERT((conn & net::kPgConnectionBit) != 0);
+    to_server(conn, [conn, message = std::move(message)](Node& n) mutable {
+        n.pg->on_pg_message(conn, std::move(message));
+    });
+}
+
 void World::close(ConnId conn) {
     auto it = conns_.find(conn);
     if (it == conns_.end()) {
         return;
     }
     const NodeId node = it->second.node;
+    const bool server_closes = it->second.closing;  // and tells its front end itself
     conns_.erase(it);
+    if (server_closes) {
+        return;
+    }
     node_at(node, now_us(), [this, node, conn] {
         Node& n = *nodes_.at(node);
         if ((conn & net::kRespConnectionBit) != 0) {
             n.redis->on_resp_close(conn);
+        } else if ((conn & net::kPgConnectionBit) != 0) {
+            n.pg->on_pg_close(conn);
         } else {
             n.replica->on_client_close(conn);
         }

@@ -11,9 +11,10 @@
 //              and a crash drops what it has not run and a random part of what is unsynced
 //   network    peer frames in order per link with a seeded latency; a partition loses them and
 //              the sender hears of the lost link when it heals (net::PeerTransport::on_link_lost)
-//   clients    connections to one node each, to its client port or its Redis port (the real
-//              server::RedisFrontend in front of the replica); requests and answers in order
-//              with a latency; a crash of the node closes them
+//   clients    connections to one node each, to its client port, its Redis port or its
+//              PostgreSQL port (the real server::RedisFrontend and server::PgFrontend in front
+//              of the replica); requests and answers in order with a latency; a crash of the
+//              node closes them
 //   faults     crash and restart, pause and resume (a node runs none of its events meanwhile),
 //              partitions of one node, lossy links that break (main.cc's Nemesis chooses them)
 //
@@ -35,6 +36,7 @@
 #include "raft/rng.h"
 #include "server/config.h"
 #include "server/metrics.h"
+#include "server/pg_frontend.h"
 #include "server/redis_frontend.h"
 #include "server/replica.h"
 #include "storage/fault_injecting_storage.h"
@@ -78,6 +80,8 @@ public:
     }
     // Bytes from a Redis port (RESP replies, in order).
     virtual void on_resp(ConnId conn, const std::string& bytes) { (void)conn, (void)bytes; }
+    // Bytes from a PostgreSQL port (backend messages, in order).
+    virtual void on_pg(ConnId conn, const std::string& bytes) { (void)conn, (void)bytes; }
     // The connection is gone: its node crashed or closed it.
     virtual void on_closed(ConnId conn) = 0;
 };
@@ -131,6 +135,9 @@ public:
     // The same for a node's Redis port: a connection, and one command (an argv) on it.
     std::optional<ConnId> open_resp(NodeId node, ClientObserver& observer);
     void send_resp(ConnId conn, statemachine::redis::Argv argv);
+    // And for its PostgreSQL port: a connection, and one decoded frontend message on it.
+    std::optional<ConnId> open_pg(NodeId node, ClientObserver& observer);
+    void send_pg(ConnId conn, net::PgFrontendMessage message);
     void close(ConnId conn);
     bool connected(ConnId conn) const { return conns_.count(conn) != 0; }
     NodeId node_of(ConnId conn) const;  // 0 when closed
@@ -148,6 +155,7 @@ private:
         ClientObserver* observer = nullptr;
         uint64_t to_server_us = 0;  // delivery time of the last request (in order)
         uint64_t to_client_us = 0;
+        bool closing = false;  // the server closes it once what it sent has arrived
     };
 
     // Runs `event` on node `id` at `time_us` if the same incarnation still runs; a paused node
@@ -168,6 +176,9 @@ private:
     void to_client(ConnId conn, std::function<void(ClientObserver&)> deliver);
     // Closes a connection from the server's side.
     void closed_by_server(ConnId conn);
+    // The PostgreSQL front end closes a connection: after what it sent has arrived, and the front
+    // end hears of it on its node's next turn (as from net::PgListener).
+    void pg_closed_by_server(ConnId conn);
     // After a partition heals or a node restarts: every live sender whose link lost frames hears
     // of the lost link.
     void report_lost_links();
@@ -176,6 +187,7 @@ private:
     friend struct SimPeerSink;
     friend struct SimClientSink;
     friend struct SimRespOutput;
+    friend struct SimPgOutput;
     friend class SimExecutor;
 
     WorldParams params_;
@@ -190,6 +202,7 @@ private:
     ConnId next_conn_ = 1;
     std::optional<uint64_t> calm_since_us_ = 0;
     std::unique_ptr<server::RespOutput> resp_output_;
+    std::unique_ptr<server::PgOutput> pg_output_;
 };
 
 }  // namespace raftlock::sim::replica
