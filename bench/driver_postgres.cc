@@ -30,9 +30,9 @@
 #include <fmt/format.h>
 #include <libpq-fe.h>
 
+#include "base/assert.h"
 #include "bench/driver.h"
 #include "bench/run_clock.h"
-#include "raft/assert.h"
 
 namespace raftlock::bench {
 

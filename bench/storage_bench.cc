@@ -25,7 +25,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "storage/rocks_storage.h"
 
 namespace {

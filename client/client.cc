@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "base/assert.h"
 #include "client/client_impl.h"
 #include "client/convert.h"
-#include "raft/assert.h"
 
 namespace raftlock::client {
 

@@ -10,9 +10,9 @@
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
+#include "base/assert.h"
 #include "net/frame.h"
 #include "proto/client.pb.h"
-#include "raft/assert.h"
 
 namespace raftlock::client {
 

@@ -11,8 +11,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
+#include "base/assert.h"
 #include "client/connection.h"
-#include "raft/assert.h"
 
 namespace raftlock::client {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "raft/result.h"
+#include "base/result.h"
 
 namespace raftlock::client {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "raft/result.h"
+#include "base/result.h"
 
 namespace raftlock::client {
 

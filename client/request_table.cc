@@ -1,6 +1,6 @@
 #include "client/request_table.h"
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::client {
 

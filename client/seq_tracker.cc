@@ -1,6 +1,6 @@
 #include "client/seq_tracker.h"
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::client {
 

@@ -1,6 +1,6 @@
 #include "client/watch_registry.h"
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::client {
 

@@ -15,9 +15,9 @@
 #include <boost/beast/http/write.hpp>
 #include <fmt/format.h>
 
+#include "base/assert.h"
 #include "net/asio_listen.h"
 #include "net/log_limiter.h"
-#include "raft/assert.h"
 
 namespace raftlock::net {
 

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "raft/result.h"
+#include "base/result.h"
 
 namespace boost::asio {
 class io_context;

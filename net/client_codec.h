@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/result.h"
 #include "proto/client.pb.h"
-#include "raft/result.h"
 
 namespace raftlock::net {
 

@@ -5,11 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "base/assert.h"
 #include "net/client_codec.h"
 #include "net/frame.h"
 #include "net/message_frame.h"
 #include "proto/client.pb.h"
-#include "raft/assert.h"
 
 namespace raftlock::net {
 

@@ -24,8 +24,8 @@
 #include <memory>
 #include <string>
 
+#include "base/result.h"
 #include "net/stream_listener.h"
-#include "raft/result.h"
 
 namespace boost::asio {
 class io_context;

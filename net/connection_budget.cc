@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::net {
 

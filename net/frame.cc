@@ -1,6 +1,6 @@
 #include "net/frame.h"
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::net {
 

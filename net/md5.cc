@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::net {
 

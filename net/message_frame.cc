@@ -2,8 +2,8 @@
 
 #include <google/protobuf/message_lite.h>
 
+#include "base/assert.h"
 #include "net/frame.h"
-#include "raft/assert.h"
 
 namespace raftlock::net {
 

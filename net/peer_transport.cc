@@ -16,12 +16,12 @@
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
+#include "base/assert.h"
 #include "net/asio_listen.h"
 #include "net/frame.h"
 #include "net/log_limiter.h"
 #include "net/message_frame.h"
 #include "proto/peer.pb.h"
-#include "raft/assert.h"
 
 namespace raftlock::net {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "raft/result.h"
+#include "base/result.h"
 
 namespace boost::asio {
 class io_context;

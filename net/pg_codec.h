@@ -25,7 +25,7 @@
 #include <variant>
 #include <vector>
 
-#include "raft/result.h"
+#include "base/result.h"
 
 namespace raftlock::net {
 

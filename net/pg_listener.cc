@@ -7,7 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::net {
 

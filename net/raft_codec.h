@@ -7,9 +7,9 @@
 
 #include <string>
 
+#include "base/result.h"
 #include "proto/peer.pb.h"
 #include "raft/peer_input.h"
-#include "raft/result.h"
 #include "raft/types.h"
 
 namespace raftlock::net {

@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::net {
 

@@ -13,9 +13,9 @@
 #include <memory>
 #include <string>
 
+#include "base/result.h"
 #include "net/resp_codec.h"
 #include "net/stream_listener.h"
-#include "raft/result.h"
 
 namespace raftlock::net {
 

@@ -28,8 +28,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/result.h"
 #include "net/connection_budget.h"
-#include "raft/result.h"
 
 namespace boost::asio {
 class io_context;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "raft/byte_io.h"
+#include "base/byte_io.h"
 
 namespace raftlock::raft {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::raft {
 

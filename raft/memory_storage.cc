@@ -1,6 +1,6 @@
 #include "raft/memory_storage.h"
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::raft {
 

@@ -1,6 +1,6 @@
 // Elections: PreVote, RequestVote, vote counting, CheckQuorum and leadership transfer.
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "raft/raft.h"
 
 namespace raftlock::raft {

@@ -2,7 +2,7 @@
 // model): checked after every interaction-script command and every simulator step, so a broken
 // rule stops the run at the step that broke it rather than when its effect shows.
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "raft/raft.h"
 
 namespace raftlock::raft {

@@ -4,7 +4,7 @@
 // when no other change is uncommitted and it has committed an entry of its own term, which
 // closes the hole Ongaro described in the single-server algorithm (raft-dev, 2015).
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "raft/conf_change.h"
 #include "raft/raft.h"
 

@@ -10,7 +10,7 @@
 // which starts as soon as the current one is confirmed, so a burst of reads costs two heartbeat
 // rounds, not one per read.
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "raft/raft.h"
 
 namespace raftlock::raft {

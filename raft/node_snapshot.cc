@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "raft/raft.h"
 
 namespace raftlock::raft {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "raft/conf_change.h"
 
 namespace raftlock::raft {

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "base/rng.h"
 #include "raft/config.h"
 #include "raft/log.h"
 #include "raft/peer_input.h"
-#include "raft/rng.h"
 #include "raft/tracker.h"
 #include "raft/types.h"
 

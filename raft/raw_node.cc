@@ -1,6 +1,6 @@
 #include "raft/raw_node.h"
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "raft/raft.h"
 
 namespace raftlock::raft {

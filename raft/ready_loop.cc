@@ -1,6 +1,6 @@
 #include "raft/ready_loop.h"
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "raft/raft.h"
 
 namespace raftlock::raft {

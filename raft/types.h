@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "raft/result.h"
+#include "base/result.h"
 
 namespace raftlock::raft {
 

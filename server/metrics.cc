@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::server {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <string>
 
-#include "raft/result.h"
+#include "base/result.h"
 
 namespace raftlock::server {
 

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "base/assert.h"
 #include "net/md5.h"
-#include "raft/assert.h"
 #include "statemachine/sql/parser.h"
 
 namespace raftlock::server {

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "server/pg_frontend.h"
 
 namespace raftlock::server {

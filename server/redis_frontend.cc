@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "base/assert.h"
 #include "net/resp_codec.h"
-#include "raft/assert.h"
 
 namespace raftlock::server {
 

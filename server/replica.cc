@@ -5,10 +5,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "base/rng.h"
 #include "net/raft_codec.h"
 #include "raft/conf_change.h"
 #include "raft/raft.h"
-#include "raft/rng.h"
 #include "raft/text.h"
 #include "server/negative_controls.h"
 #include "statemachine/codec.h"

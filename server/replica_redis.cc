@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "server/negative_controls.h"
 #include "server/replica.h"
 #include "server/request_codec.h"

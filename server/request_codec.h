@@ -5,8 +5,8 @@
 
 #include <string>
 
+#include "base/result.h"
 #include "proto/client.pb.h"
-#include "raft/result.h"
 #include "statemachine/command.h"
 #include "statemachine/output.h"
 #include "statemachine/state_machine.h"

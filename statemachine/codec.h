@@ -23,8 +23,8 @@
 #include <type_traits>
 #include <variant>
 
-#include "raft/byte_io.h"
-#include "raft/result.h"
+#include "base/byte_io.h"
+#include "base/result.h"
 #include "statemachine/command.h"
 #include "statemachine/output.h"
 

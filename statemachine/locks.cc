@@ -13,7 +13,7 @@
 
 #include <algorithm>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "statemachine/state_machine.h"
 
 namespace raftlock::statemachine {

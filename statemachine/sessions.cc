@@ -1,6 +1,6 @@
 // Sessions: open, close, expiry, and the saved replies of exactly-once requests.
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "statemachine/state_machine.h"
 
 namespace raftlock::statemachine {

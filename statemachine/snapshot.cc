@@ -19,9 +19,9 @@
 
 #include <algorithm>
 
-#include "raft/assert.h"
-#include "raft/byte_io.h"
-#include "raft/crc32c.h"
+#include "base/assert.h"
+#include "base/byte_io.h"
+#include "base/crc32c.h"
 #include "statemachine/codec.h"
 #include "statemachine/state_machine.h"
 

@@ -2,7 +2,7 @@
 
 #include <type_traits>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "statemachine/codec.h"
 
 namespace raftlock::statemachine {

@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include "raft/byte_io.h"
-#include "raft/result.h"
+#include "base/byte_io.h"
+#include "base/result.h"
 #include "statemachine/command.h"
 #include "statemachine/output.h"
 #include "statemachine/redis/keyspace.h"

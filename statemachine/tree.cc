@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "statemachine/state_machine.h"
 
 namespace raftlock::statemachine {

@@ -1,6 +1,6 @@
 #include "statemachine/watches.h"
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "statemachine/codec.h"
 
 namespace raftlock::statemachine {

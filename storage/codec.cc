@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "raft/crc32c.h"
+#include "base/crc32c.h"
 
 namespace raftlock::storage {
 namespace {

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "raft/result.h"
+#include "base/result.h"
 #include "raft/types.h"
 #include "storage/error.h"
 

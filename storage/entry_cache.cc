@@ -1,6 +1,6 @@
 #include "storage/entry_cache.h"
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::storage {
 

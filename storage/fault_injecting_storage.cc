@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "raft/assert.h"
-#include "raft/crc32c.h"
+#include "base/assert.h"
+#include "base/crc32c.h"
 #include "storage/codec.h"
 
 namespace raftlock::storage {

@@ -37,10 +37,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
+#include "base/rng.h"
 #include "raft/conf_change.h"
 #include "raft/memory_storage.h"
-#include "raft/result.h"
-#include "raft/rng.h"
 #include "raft/storage.h"
 #include "raft/types.h"
 #include "storage/error.h"

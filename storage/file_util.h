@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "raft/result.h"
+#include "base/result.h"
 #include "storage/error.h"
 
 namespace raftlock::storage {

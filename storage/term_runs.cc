@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::storage {
 

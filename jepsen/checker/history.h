@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "jepsen/checker/value.h"
-#include "raft/result.h"
 
 namespace raftlock::jepsen {
 

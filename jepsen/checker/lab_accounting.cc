@@ -4,7 +4,7 @@
 #include <limits>
 #include <utility>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::jepsen {
 

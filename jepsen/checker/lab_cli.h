@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "raft/result.h"
+#include "base/result.h"
 
 namespace raftlock::jepsen {
 

@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "jepsen/checker/history.h"
 #include "jepsen/checker/value.h"
-#include "raft/result.h"
 
 namespace raftlock::jepsen {
 

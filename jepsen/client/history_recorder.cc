@@ -5,7 +5,7 @@
 
 #include <time.h>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::jepsen {
 

@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "base/assert.h"
 #include "jepsen/labworker/recipe.h"
-#include "raft/assert.h"
 
 namespace raftlock::labworker {
 

@@ -1,6 +1,6 @@
 #include "jepsen/labworker/recipe.h"
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::labworker {
 

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::labworker {
 

@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::labworker {
 

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/assert.h"
 #include "jepsen/labworker/recipe.h"
-#include "raft/assert.h"
 
 namespace raftlock::labworker {
 

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "statemachine/redis/glob.h"
 #include "statemachine/redis/keyspace.h"
 #include "statemachine/redis/lua_script.h"

@@ -26,7 +26,7 @@
 #include <string_view>
 #include <variant>
 
-#include "raft/byte_io.h"
+#include "base/byte_io.h"
 #include "statemachine/redis/value.h"
 #include "statemachine/types.h"
 

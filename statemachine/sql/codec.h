@@ -2,12 +2,12 @@
 
 // Binary forms of the SQL mode's values, statement requests and results: inside SqlStatement
 // commands on the log (statemachine/codec.cc), saved results and the engine's snapshot. Integers
-// are LEB128 varints (signed: zig-zag), strings a varint length then bytes (raft/byte_io.h).
+// are LEB128 varints (signed: zig-zag), strings a varint length then bytes (base/byte_io.h).
 //
 // Readers never read out of bounds, bound every count by the remaining input and the engine's
 // limits, and return false on malformed input.
 
-#include "raft/byte_io.h"
+#include "base/byte_io.h"
 #include "statemachine/sql/engine.h"
 #include "statemachine/sql/value.h"
 

@@ -32,8 +32,8 @@
 #include <string_view>
 #include <vector>
 
-#include "raft/byte_io.h"
-#include "raft/result.h"
+#include "base/byte_io.h"
+#include "base/result.h"
 #include "statemachine/sql/ast.h"
 #include "statemachine/sql/lock_table.h"
 #include "statemachine/sql/value.h"

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "statemachine/sql/executor.h"
 
 namespace raftlock::statemachine::sql {

@@ -47,7 +47,7 @@
 #include <utility>
 #include <vector>
 
-#include "raft/byte_io.h"
+#include "base/byte_io.h"
 #include "statemachine/types.h"
 
 namespace raftlock::statemachine::sql {

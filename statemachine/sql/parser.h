@@ -59,7 +59,7 @@
 #include <string_view>
 #include <vector>
 
-#include "raft/result.h"
+#include "base/result.h"
 #include "statemachine/sql/ast.h"
 
 namespace raftlock::statemachine::sql {

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock::statemachine::sql {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "statemachine/sql/engine.h"
 #include "statemachine/sql/executor.h"
 

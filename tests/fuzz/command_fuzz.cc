@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "statemachine/codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
+#include "base/assert.h"
 #include "net/client_codec.h"
 #include "net/frame.h"
-#include "raft/assert.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/assert.h"
 #include "net/resp_codec.h"
-#include "raft/assert.h"
 #include "statemachine/codec.h"
 #include "statemachine/redis/commands.h"
 #include "statemachine/state_machine.h"

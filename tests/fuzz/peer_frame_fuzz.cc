@@ -9,9 +9,9 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "base/assert.h"
 #include "net/raft_codec.h"
 #include "proto/peer.pb.h"
-#include "raft/assert.h"
 
 namespace {
 

@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/assert.h"
 #include "net/pg_codec.h"
-#include "raft/assert.h"
 
 namespace {
 

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/assert.h"
 #include "net/resp_codec.h"
-#include "raft/assert.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "statemachine/codec.h"
 #include "statemachine/sql/parser.h"
 #include "statemachine/state_machine.h"

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "statemachine/sql/parser.h"
 #include "statemachine/sql/value.h"
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "raft/rng.h"
+#include "base/rng.h"
 #include "tests/sim/event_queue.h"
 #include "tests/sim/faults.h"
 #include "tests/sim/invariants.h"

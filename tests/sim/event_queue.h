@@ -8,7 +8,7 @@
 #include <queue>
 #include <vector>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "raft/types.h"
 
 namespace raftlock::sim {

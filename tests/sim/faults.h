@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "raft/rng.h"
+#include "base/rng.h"
 #include "tests/sim/network.h"
 
 namespace raftlock::sim {

@@ -7,9 +7,9 @@
 
 #include <string>
 
+#include "base/rng.h"
 #include "raft/peer_input.h"
 #include "raft/raft.h"
-#include "raft/rng.h"
 
 namespace raftlock::sim {
 

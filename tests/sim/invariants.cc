@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "raft/raft.h"
 #include "raft/text.h"
 #include "tests/sim/app.h"

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "statemachine/codec.h"
 #include "statemachine/text.h"
 

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "raft/rng.h"
+#include "base/rng.h"
 #include "raft/types.h"
 #include "statemachine/command.h"
 #include "statemachine/output.h"

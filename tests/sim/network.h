@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "raft/rng.h"
+#include "base/rng.h"
 #include "raft/types.h"
 
 namespace raftlock::sim {

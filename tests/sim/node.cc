@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 #include "raft/raft.h"
 #include "raft/text.h"
 

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "base/rng.h"
 #include "raft/conf_change.h"
 #include "raft/config.h"
 #include "raft/raw_node.h"
 #include "raft/ready_loop.h"
-#include "raft/rng.h"
 #include "storage/fault_injecting_storage.h"
 #include "tests/sim/app.h"
 #include "tests/sim/invariants.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "raft/rng.h"
+#include "base/rng.h"
 #include "raft/types.h"
 #include "tests/sim/app.h"
 #include "tests/sim/invariants.h"

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "base/crc32c.h"
 #include "harness.h"
-#include "raft/crc32c.h"
 
 namespace raftlock::statemachine {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "raft/rng.h"
+#include "base/rng.h"
 #include "storage/rocks_storage.h"
 #include "tests/storage/crash_protocol.h"
 

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "raft/rng.h"
+#include "base/rng.h"
 #include "storage/rocks_storage.h"
 #include "tests/storage/crash_protocol.h"
 #include "tests/storage/test_util.h"

@@ -3,8 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "base/rng.h"
 #include "raft/memory_storage.h"
-#include "raft/rng.h"
 #include "storage/rocks_storage.h"
 #include "tests/storage/test_util.h"
 

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "raft/crc32c.h"
+#include "base/crc32c.h"
 #include "tests/storage/test_util.h"
 
 namespace raftlock::storage {

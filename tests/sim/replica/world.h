@@ -31,9 +31,9 @@
 #include <string>
 #include <vector>
 
+#include "base/rng.h"
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
-#include "raft/rng.h"
 #include "server/config.h"
 #include "server/metrics.h"
 #include "server/pg_frontend.h"

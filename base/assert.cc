@@ -1,4 +1,4 @@
-#include "raft/assert.h"
+#include "base/assert.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "raft/byte_io.h"
+#include "base/byte_io.h"
 
 namespace raftlock {
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock {
 

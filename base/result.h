@@ -4,7 +4,7 @@
 #include <utility>
 #include <variant>
 
-#include "raft/assert.h"
+#include "base/assert.h"
 
 namespace raftlock {
 
