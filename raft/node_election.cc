@@ -27,7 +27,11 @@ void Raft::campaign(bool pre_vote, bool transfer) {
     } else {
         become_candidate();
         vote_term = current_term_;
+        // Raft §5.2: a candidate votes for itself, durably before any request leaves (the vote
+        // is in this Ready's hard state, and the requests go out after it is persisted).
+        RL_ASSERT(voted_for_ == id_ && role_ == Role::kCandidate);
     }
+    RL_ASSERT(vote_term > 0 && vote_term <= kTermMax);
     tracker_.record_vote(id_, true);
     if (tracker_.tally_votes() == VoteResult::kWon) {
         // A single-voter cluster wins at once.
@@ -56,6 +60,8 @@ void Raft::campaign(bool pre_vote, bool transfer) {
 
 void Raft::handle_vote_request(const Message& m) {
     const bool pre_vote = m.type == MessageType::kPreVote;
+    // step_term() moved a real vote's term into ours (or refused it); a PreVote never changes it.
+    RL_ASSERT(pre_vote ? m.term >= current_term_ : m.term == current_term_);
     // Raft §5.2: one vote per term; repeat it for the same candidate (a lost response).
     const bool can_vote = voted_for_ == m.from ||
                           (voted_for_ == kNoNode && leader_id_ == kNoNode) ||
@@ -75,6 +81,7 @@ void Raft::handle_vote_request(const Message& m) {
             election_elapsed_ = 0;
             voted_for_ = m.from;
         }
+        RL_ASSERT(pre_vote || voted_for_ == m.from);  // never two candidates in one term
         return;
     }
     send(Message{.type = response, .to = m.from, .term = current_term_, .reject = true});
@@ -87,9 +94,11 @@ void Raft::handle_vote_response(const Message& m) {
     if (!expected) {
         return;
     }
+    RL_ASSERT(m.term >= current_term_);  // step_term() dropped older answers
     tracker_.record_vote(m.from, !m.reject);
     switch (tracker_.tally_votes()) {
         case VoteResult::kWon:
+            RL_ASSERT(tracker_.votes_granted() >= majority(tracker_.conf().voters.size()));
             if (role_ == Role::kPreCandidate) {
                 campaign(/*pre_vote=*/false, /*transfer=*/false);
             } else {
@@ -109,6 +118,7 @@ void Raft::check_quorum_tick() {
     // Thesis §6.2: a leader that has not heard from a majority within an election timeout may
     // have been deposed without knowing it; stepping down stops it serving stale reads and lets
     // clients find the real leader.
+    RL_ASSERT(role_ == Role::kLeader && leader_id_ == id_);
     if (!tracker_.quorum_active(id_)) {
         become_follower(current_term_, kNoNode);
         return;
@@ -121,6 +131,7 @@ void Raft::check_quorum_tick() {
 }
 
 void Raft::handle_transfer_leader(NodeId transferee) {
+    RL_ASSERT(role_ == Role::kLeader);
     if (transferee == id_ || !tracker_.is_voter(transferee)) {
         return;  // already the leader, or a learner / non-member that could not win
     }

@@ -9,6 +9,7 @@
 namespace raftlock::raft {
 
 void Raft::append_entries(std::vector<Entry>&& entries) {
+    RL_ASSERT(role_ == Role::kLeader && !entries.empty());
     Index index = log_.last_index();
     for (Entry& e : entries) {
         e.term = current_term_;
@@ -20,6 +21,8 @@ void Raft::append_entries(std::vector<Entry>&& entries) {
     const Index first = entries.front().index;
     note_configs(entries, first);
     log_.append(std::move(entries));
+    // Leader Append-Only (Figure 3): the leader's log only grows, with entries of its term.
+    RL_ASSERT(log_.last_index() == index && log_.last_term() == current_term_);
 }
 
 Status Raft::append_proposal(std::vector<Entry>&& entries) {
@@ -64,10 +67,12 @@ Status Raft::append_proposal(std::vector<Entry>&& entries) {
 }
 
 bool Raft::maybe_send_append(NodeId to, bool send_if_empty) {
+    RL_ASSERT(role_ == Role::kLeader && to != id_);
     Progress* pr = tracker_.progress(to);
     if (pr == nullptr || pr->is_paused()) {
         return false;
     }
+    RL_ASSERT(pr->next >= 1 && pr->next <= log_.last_index() + 1);
     const Index prev_index = pr->next - 1;
     const std::optional<Term> prev_term = log_.term(prev_index);
     if (!prev_term) {
@@ -81,6 +86,7 @@ bool Raft::maybe_send_append(NodeId to, bool send_if_empty) {
     if (entries->empty() && !send_if_empty) {
         return false;
     }
+    RL_ASSERT(entries->empty() || entries->front().index == pr->next);
     const Index last = entries->empty() ? prev_index : entries->back().index;
     pr->sent_entries(last, !entries->empty());
     pr->commit_sent = std::max(pr->commit_sent, std::min(log_.committed(), last));
@@ -117,6 +123,7 @@ void Raft::flush() {
 }
 
 void Raft::bcast_append() {
+    RL_ASSERT(role_ == Role::kLeader);
     for (auto& [id, pr] : tracker_.all()) {
         // A peer that was already sent every entry and the current commit index needs nothing.
         const bool up_to_date = pr.next > log_.last_index() && pr.commit_sent >= log_.committed();
@@ -145,10 +152,13 @@ void Raft::bcast_heartbeat() {
 }
 
 bool Raft::maybe_commit() {
+    RL_ASSERT(role_ == Role::kLeader);
     const Index index = tracker_.committed();
     if (index <= log_.committed()) {
         return false;
     }
+    // Acknowledged by a majority: followers acknowledge only what this leader sent them.
+    RL_ASSERT(index <= log_.last_index());
     bool countable = log_.term(index) == current_term_;
 #ifdef RAFTLOCK_NEGATIVE_CONTROLS
     if (cfg_.negative_controls.commit_earlier_terms_by_counting) {
@@ -161,11 +171,14 @@ bool Raft::maybe_commit() {
         return false;
     }
     log_.commit_to(index);
+    RL_ASSERT(log_.committed() == index);
     on_commit_advanced();
     return true;
 }
 
 void Raft::handle_append_entries(Message& m) {
+    // step() made this node a follower of the sender, in the sender's term.
+    RL_ASSERT(role_ == Role::kFollower && m.term == current_term_ && leader_id_ == m.from);
     if (m.index < log_.committed()) {
         // Everything up to our commit index is already settled; tell the leader where we are.
         send(
@@ -185,6 +198,8 @@ void Raft::handle_append_entries(Message& m) {
         if (result->first_written) {
             note_configs(configs, *result->first_written);
         }
+        // Committed entries are never rewritten, and the commit index never passes the log.
+        RL_ASSERT(log_.committed() >= committed_before && log_.committed() <= log_.last_index());
         if (log_.committed() > committed_before) {
             on_commit_advanced();
         }
@@ -192,6 +207,7 @@ void Raft::handle_append_entries(Message& m) {
             Message{.type = MessageType::kAppendResponse, .to = m.from, .index = result->last_new});
         return;
     }
+    RL_ASSERT(log_.committed() == committed_before);  // a rejected append changes nothing
     // Rejected: hint the leader at the last entry that could match (fast back-off, §5.3).
     const LogPosition hint =
         log_.find_conflict_by_term(std::min(m.index, log_.last_index()), m.log_term);
@@ -204,12 +220,14 @@ void Raft::handle_append_entries(Message& m) {
 }
 
 void Raft::handle_heartbeat(const Message& m) {
+    RL_ASSERT(role_ == Role::kFollower && m.term == current_term_ && leader_id_ == m.from);
     const Index committed_before = log_.committed();
     // A leader never sends a commit index beyond what we acknowledged; one that is beyond our log
     // is ignored (committing a shorter, possibly divergent log would be unsafe).
     if (m.commit <= log_.last_index()) {
         log_.commit_to(m.commit);
     }
+    RL_ASSERT(log_.committed() >= committed_before && log_.committed() <= log_.last_index());
     if (log_.committed() > committed_before) {
         on_commit_advanced();
     }
@@ -218,6 +236,7 @@ void Raft::handle_heartbeat(const Message& m) {
 }
 
 void Raft::handle_append_response(const Message& m) {
+    RL_ASSERT(role_ == Role::kLeader && m.term == current_term_);
     Progress* pr = tracker_.progress(m.from);
     if (pr == nullptr) {
         return;
@@ -238,6 +257,8 @@ void Raft::handle_append_response(const Message& m) {
         return;
     }
     const bool updated = pr->maybe_update(m.index);
+    // A follower acknowledges only entries this leader sent it (check_message refuses more).
+    RL_ASSERT(pr->match <= log_.last_index() && pr->match < pr->next);
     if (pr->state == ProgressState::kSnapshot) {
         // An acknowledgement at or past the snapshot, even a repeated one, ends the transfer;
         // so does the leader's log covering the peer again. If the leader compacted further
@@ -268,6 +289,7 @@ void Raft::handle_append_response(const Message& m) {
 }
 
 void Raft::handle_heartbeat_response(const Message& m) {
+    RL_ASSERT(role_ == Role::kLeader && m.term == current_term_);
     Progress* pr = tracker_.progress(m.from);
     if (pr == nullptr) {
         return;

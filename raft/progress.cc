@@ -11,12 +11,16 @@ void Inflights::add(Index last_index) {
     if (buffer_.empty()) {
         buffer_.resize(capacity_);  // allocated on first use: idle peers cost nothing
     }
+    // Appends in flight cover increasing ranges: each starts after the last one sent.
+    RL_ASSERT(count_ == 0 || buffer_[(start_ + count_ - 1) % capacity_] < last_index);
     const uint32_t slot = (start_ + count_) % capacity_;
     buffer_[slot] = last_index;
     ++count_;
+    RL_ASSERT(count_ <= capacity_);
 }
 
 void Inflights::free_le(Index index) {
+    RL_ASSERT(count_ <= capacity_ && start_ < std::max<uint32_t>(capacity_, 1));
     while (count_ > 0 && buffer_[start_] <= index) {
         start_ = (start_ + 1) % capacity_;
         --count_;
@@ -24,6 +28,7 @@ void Inflights::free_le(Index index) {
     if (count_ == 0) {
         start_ = 0;
     }
+    RL_ASSERT(count_ == 0 || buffer_[start_] > index);
 }
 
 void Inflights::free_first_one() {
@@ -49,6 +54,7 @@ void Progress::become_probe() {
     pending_snapshot = 0;
     inflights.reset();
     snapshot.reset();
+    RL_ASSERT(next > match);  // the next probe asks for what the peer is not known to have
 }
 
 void Progress::become_replicate() {
@@ -61,6 +67,7 @@ void Progress::become_replicate() {
 }
 
 void Progress::become_snapshot(std::shared_ptr<const Snapshot> snap) {
+    RL_ASSERT(snap != nullptr && snap->metadata.index > 0);
     state = ProgressState::kSnapshot;
     pending_snapshot = snap->metadata.index;
     probe_sent = false;
@@ -71,6 +78,9 @@ void Progress::become_snapshot(std::shared_ptr<const Snapshot> snap) {
 }
 
 void Progress::sent_entries(Index last_index, bool any_entries) {
+    // Entries go out from `next` on, and never during a snapshot transfer (is_paused()).
+    RL_ASSERT(state != ProgressState::kSnapshot);
+    RL_ASSERT(!any_entries || last_index >= next);
     if (state == ProgressState::kReplicate) {
         if (any_entries) {
             next = last_index + 1;
@@ -89,6 +99,7 @@ bool Progress::maybe_update(Index n) {
         probe_sent = false;
     }
     next = std::max(next, n + 1);
+    RL_ASSERT(match >= n && next > match);
     return updated;
 }
 
@@ -107,6 +118,8 @@ bool Progress::maybe_decrease_to(Index rejected, Index match_hint) {
     }
     next = std::max(std::min(rejected, match_hint + 1), match + 1);
     probe_sent = false;
+    // Backing off never goes below what the peer acknowledged, nor past the rejected probe.
+    RL_ASSERT(next > match && next <= std::max(rejected, match + 1));
     return true;
 }
 

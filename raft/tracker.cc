@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/assert.h"
 #include "raft/conf_change.h"
 
 namespace raftlock::raft {
@@ -31,6 +32,11 @@ void ProgressTracker::set_conf(const ConfState& conf, Index next_index) {
     for (NodeId id : conf_.learners) {
         ensure(id, true);
     }
+    // Exactly the members have progress, and none is both a voter and a learner.
+    RL_ASSERT(progress_.size() == conf_.voters.size() + conf_.learners.size());
+    for (NodeId id : conf_.learners) {
+        RL_ASSERT(!raft::is_voter(conf_, id));
+    }
 }
 
 bool ProgressTracker::is_voter(NodeId id) const {
@@ -48,12 +54,19 @@ const Progress* ProgressTracker::progress(NodeId id) const {
 }
 
 Index ProgressTracker::committed() const {
+    RL_ASSERT(!conf_.voters.empty());  // asked by a leader, and a leader was elected by voters
     std::vector<Index> acked;
     acked.reserve(conf_.voters.size());
+    Index highest = 0;
     for (NodeId id : conf_.voters) {
-        acked.push_back(progress_.at(id).match);
+        auto it = progress_.find(id);
+        RL_ASSERT_MSG(it != progress_.end(), "a voter without progress");
+        acked.push_back(it->second.match);
+        highest = std::max(highest, it->second.match);
     }
-    return majority_index(std::move(acked));
+    const Index index = majority_index(std::move(acked));
+    RL_ASSERT(index <= highest);
+    return index;
 }
 
 void ProgressTracker::record_vote(NodeId id, bool granted) {
@@ -70,6 +83,7 @@ VoteResult ProgressTracker::tally_votes() const {
         }
         (it->second ? granted : rejected) += 1;
     }
+    RL_ASSERT(granted + rejected <= votes_.size());
     return vote_result(conf_.voters.size(), granted, rejected);
 }
 

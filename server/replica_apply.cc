@@ -51,6 +51,9 @@ void Replica::apply_entries(const std::vector<raft::Entry>& entries) {
         const sm::ApplyResult result = sm_.apply_command(e.index, *command);
         on_applied(*command, result);
     }
+    // The Ready loop hands over committed entries only, contiguous with what was applied.
+    RL_ASSERT(applied_index_ == entries.back().index);
+    RL_ASSERT(applied_index_ <= raw_->status().hard_state.commit);
     metrics_.apply_batch_latency.record_us(static_cast<uint64_t>(clock_.steady_us() - start_us));
     while (!reads_waiting_apply_.empty() && reads_waiting_apply_.begin()->first <= applied_index_) {
         ReadBatch batch = std::move(reads_waiting_apply_.begin()->second);
@@ -60,6 +63,9 @@ void Replica::apply_entries(const std::vector<raft::Entry>& entries) {
 }
 
 void Replica::apply_snapshot(const raft::Snapshot& snapshot) {
+    // Only a snapshot ahead of what this replica applied is ever installed (the core refuses
+    // older ones): applying never goes back.
+    RL_ASSERT(snapshot.metadata.index > applied_index_);
     const sm::ErrorCode rc = sm_.restore(snapshot.data);
     // The store checked the snapshot's checksum; a leader's snapshot that does not restore is a
     // bug on the leader, and going on would leave this replica diverged.
@@ -73,6 +79,7 @@ void Replica::apply_snapshot(const raft::Snapshot& snapshot) {
 }
 
 void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& result) {
+    RL_ASSERT(result.index == applied_index_);  // the entry just applied
     if (const auto* open = std::get_if<sm::OpenSession>(&command.op)) {
         if (result.response.code == sm::ErrorCode::kOk && is_leader()) {
             tracker_.add(result.response.session, open->timeout_ms, clock_.steady_ms());
@@ -218,6 +225,8 @@ void Replica::push_watch_events(const std::vector<sm::WatchTrigger>& triggers) {
 }
 
 void Replica::end_session(uint64_t session, bool expired) {
+    // The state machine ended it in the entry just applied: it is gone on every replica.
+    RL_ASSERT(session != sm::kNoSession && !sm_.session(session));
     tracker_.remove(session);
     sql_session_lost(session);
     for (auto it = waiting_.lower_bound(WaitKey{session, {}, {}});
@@ -240,6 +249,7 @@ void Replica::end_session(uint64_t session, bool expired) {
         }
     }
     session_connections_.erase(conns);
+    RL_ASSERT(!tracker_.contains(session));
 }
 
 }  // namespace raftlock::server

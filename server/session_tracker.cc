@@ -12,12 +12,18 @@ void SessionTracker::reset(const std::vector<std::pair<uint64_t, int64_t>>& sess
     for (const auto& [session, timeout_ms] : sessions_and_timeouts) {
         add(session, timeout_ms, now_ms);
     }
+    // A new leader gives every session a full timeout from now: none is expiring yet.
+    RL_ASSERT(sessions_.size() == sessions_and_timeouts.size() &&
+              by_due_.size() == sessions_.size());
+    RL_ASSERT(by_due_.empty() || by_due_.begin()->first > now_ms);
 }
 
 void SessionTracker::set_due(uint64_t session, Entry& entry, int64_t due_ms) {
-    by_due_.erase({entry.due_ms, session});
+    const size_t erased = by_due_.erase({entry.due_ms, session});
+    RL_ASSERT(erased == 1);  // every tracked session is in by_due_ exactly once
     entry.due_ms = due_ms;
     by_due_.insert({due_ms, session});
+    RL_ASSERT(by_due_.size() == sessions_.size());
 }
 
 void SessionTracker::add(uint64_t session, int64_t timeout_ms, int64_t now_ms) {
@@ -28,6 +34,7 @@ void SessionTracker::add(uint64_t session, int64_t timeout_ms, int64_t now_ms) {
     e.deadline_ms = now_ms + timeout_ms;
     e.due_ms = e.deadline_ms;
     by_due_.insert({e.due_ms, session});
+    RL_ASSERT(by_due_.size() == sessions_.size());
 }
 
 SessionTracker::Touch SessionTracker::touch(uint64_t session, int64_t now_ms) {
@@ -39,7 +46,10 @@ SessionTracker::Touch SessionTracker::touch(uint64_t session, int64_t now_ms) {
     if (e.deadline_ms <= now_ms) {
         return Touch::kExpiring;
     }
+    // A deadline only moves later: a renewal never shortens what a client was promised.
+    const int64_t before = e.deadline_ms;
     e.deadline_ms = now_ms + e.timeout_ms;
+    RL_ASSERT(e.deadline_ms >= before);
     set_due(session, e, e.deadline_ms);
     return Touch::kRenewed;
 }
@@ -49,7 +59,8 @@ void SessionTracker::remove(uint64_t session) {
     if (it == sessions_.end()) {
         return;
     }
-    by_due_.erase({it->second.due_ms, session});
+    const size_t erased = by_due_.erase({it->second.due_ms, session});
+    RL_ASSERT(erased == 1);
     sessions_.erase(it);
 }
 

@@ -68,9 +68,11 @@ void StateMachine::add_holder(const std::string& name,
     lock.holders.push_back(Holder{session, owner_tag, zxid, now_ms_, 1});
     last_token_ = zxid;
     sessions_.at(session).locks.insert(name);
+    RL_ASSERT(!lock.semaphore || lock.holders.size() <= lock.permits);
 }
 
 Response StateMachine::acquire(SessionId session, const Acquire& op, Index zxid) {
+    RL_ASSERT(sessions_.contains(session));  // apply checked the session before the operation
     Response response;
     auto it = locks_.find(op.name);
     if (it != locks_.end()) {
@@ -118,6 +120,8 @@ Response StateMachine::acquire(SessionId session, const Acquire& op, Index zxid)
     // FIFO: nobody overtakes a waiter, so shared requests queue behind a waiting exclusive one.
     if (lock.waiters.empty() && grantable(lock, op.mode)) {
         add_holder(it->first, lock, session, op.owner_tag, op.mode, zxid);
+        // The token is this entry's index: above every token granted before (fencing).
+        RL_ASSERT(lock.holders.back().token == zxid && last_token_ == zxid);
         response.lock = LockOutcome::kGranted;
         response.token = zxid;
         response.hold_count = 1;
@@ -165,6 +169,11 @@ Response StateMachine::release(SessionId session, const Release& op, Index zxid,
         lock.holders.erase(holder);
         grant_waiters(it->first, lock, zxid, out);
         forget_if_unused(op.name, session);
+        // The hold is gone for good: tokens are never granted twice.
+        auto still = locks_.find(op.name);
+        RL_ASSERT(still == locks_.end() ||
+                  std::none_of(still->second.holders.begin(), still->second.holders.end(),
+                               [&](const Holder& h) { return h.token == op.token; }));
     }
     return response;
 }
@@ -179,6 +188,10 @@ Response StateMachine::cancel(SessionId session, const Cancel& op, Index zxid, A
     for (size_t i = 0; i < lock.waiters.size(); i++) {
         if (lock.waiters[i].session == session && lock.waiters[i].owner_tag == op.owner_tag) {
             remove_waiter(it->first, lock, i);
+            // One waiter per (session, owner tag): acquire refuses a second (kAlreadyWaiting).
+            RL_ASSERT(std::none_of(lock.waiters.begin(), lock.waiters.end(), [&](const Waiter& w) {
+                return w.session == session && w.owner_tag == op.owner_tag;
+            }));
             response.lock = LockOutcome::kCancelled;
             // The waiter may have blocked the ones behind it (FIFO).
             grant_waiters(it->first, lock, zxid, out);
@@ -199,6 +212,7 @@ Response StateMachine::cancel(SessionId session, const Cancel& op, Index zxid, A
 }
 
 Response StateMachine::acquire_many(SessionId session, const AcquireMany& op, Index zxid) {
+    RL_ASSERT(sessions_.contains(session));
     Response response;
     Session& owner = sessions_.at(session);
     size_t new_locks = 0;
@@ -236,6 +250,12 @@ Response StateMachine::acquire_many(SessionId session, const AcquireMany& op, In
         }
         add_holder(it->first, it->second, session, op.owner_tag, spec.mode, zxid);
     }
+    // All or nothing: every lock of the set is held now, with this entry's token.
+    RL_ASSERT(std::all_of(op.locks.begin(), op.locks.end(), [&](const LockSpec& spec) {
+        const Lock& lock = locks_.at(spec.name);
+        return !lock.holders.empty() && lock.holders.back().session == session &&
+               lock.holders.back().token == zxid;
+    }));
     response.lock = LockOutcome::kGranted;
     response.token = zxid;
     response.hold_count = 1;
@@ -245,7 +265,9 @@ Response StateMachine::acquire_many(SessionId session, const AcquireMany& op, In
 void StateMachine::remove_waiter(const std::string& name, Lock& lock, size_t position) {
     RL_ASSERT(position < lock.waiters.size());
     const Waiter& w = lock.waiters[position];
-    timers_.erase(Timer{w.deadline_ms, TimerKind::kWaitDeadline, name, w.session, w.owner_tag});
+    const size_t erased =
+        timers_.erase(Timer{w.deadline_ms, TimerKind::kWaitDeadline, name, w.session, w.owner_tag});
+    RL_ASSERT(erased == 1);  // every waiter has exactly its own deadline timer
     lock.waiters.erase(lock.waiters.begin() + static_cast<ptrdiff_t>(position));
 }
 
@@ -265,6 +287,8 @@ void StateMachine::grant_waiters(const std::string& name,
     }
     lock.waiters.erase(lock.waiters.begin(),
                        lock.waiters.begin() + static_cast<ptrdiff_t>(granted));
+    // FIFO: the first waiter left cannot be granted now (else the prefix would be longer).
+    RL_ASSERT(lock.waiters.empty() || !grantable(lock, lock.waiters.front().mode));
 }
 
 void StateMachine::forget_if_unused(const std::string& name_ref, SessionId session) {

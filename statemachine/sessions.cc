@@ -17,11 +17,12 @@ Response StateMachine::open_session(const OpenSession& op, Index zxid) {
         return response;
     }
     // The id is the entry's index: unique, never reused, and the same on every replica.
-    RL_ASSERT(!sessions_.contains(zxid));
+    RL_ASSERT(zxid > 0 && !sessions_.contains(zxid));
     Session session;
     session.timeout_ms = op.timeout_ms;
     session.last_keepalive_ms = now_ms_;
     sessions_.emplace(zxid, std::move(session));
+    RL_ASSERT(sessions_.size() <= config_.sessions_max);
     response.session = zxid;
     return response;
 }
@@ -55,6 +56,8 @@ void StateMachine::discard_acknowledged(Session& session, uint64_t ack_seq) {
     }
     session.saved.erase(session.saved.begin(), session.saved.upper_bound(ack_seq));
     session.discarded_through_seq = ack_seq;
+    // Every reply the client acknowledged is gone; the ones it may still retry are kept.
+    RL_ASSERT(session.saved.empty() || session.saved.begin()->first > ack_seq);
 }
 
 void StateMachine::save_result(Session& session, uint64_t seq, const Response& response) {
