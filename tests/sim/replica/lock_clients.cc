@@ -40,6 +40,17 @@ struct LockClients::Client {
 
     std::map<uint64_t, uint64_t> keepalives;  // request id -> send time
 
+    // An acquire that gives up at cancel_at_us (0: waits its full wait), and the request ids of
+    // its attempts. Once abandoned, what the client heard about it, for the Cancel's checks.
+    uint64_t cancel_at_us = 0;
+    std::vector<uint64_t> acquire_attempts;
+    struct Abandoned {
+        std::optional<uint64_t> granted_token;  // a grant pushed for it
+        bool cancel_said_not_held = false;      // its Cancel answered CANCELLED or NONE
+    };
+    std::map<uint64_t, std::shared_ptr<Abandoned>> abandoned;  // by attempt request id
+    std::shared_ptr<Abandoned> cancelling;  // the one the Cancel in flight is for
+
     std::optional<uint64_t> token;  // holding, until release or lapse
     size_t hold = 0;                // index in holds_
     uint64_t hold_until_us = 0;
@@ -135,6 +146,9 @@ void LockClients::resend_op(Client& c) {
         return;
     }
     c.request.set_request_id(c.next_request_id++);
+    if (c.op == Op::kAcquire) {
+        c.acquire_attempts.push_back(c.request.request_id());
+    }
     c.op_sent_us = world_.now_us();
     const server::ServerConfig& config = world_.params().config;
     uint64_t answer_us = uint64_t{config.request_timeout_ms} * 1000 + kAnswerSlackUs;
@@ -145,12 +159,31 @@ void LockClients::resend_op(Client& c) {
     c.blame = true;
     trace(c, fmt::format("sends {}", c.request.ShortDebugString()));
     world_.send(*c.conn, c.request);
+    if (c.op == Op::kAcquire && c.cancel_at_us > c.op_sent_us) {
+        answer_us = std::min(answer_us, c.cancel_at_us - c.op_sent_us);
+    }
     wake(c, answer_us);
 }
 
 void LockClients::step(Client& c) {
     check_lapse(c);
     const uint64_t now = world_.now_us();
+    if (c.op == Op::kAcquire && c.cancel_at_us != 0 && now >= c.cancel_at_us) {
+        // Out of patience: abandon the acquire (its answers are checked, not acted on) and cancel
+        // the wait, so the session either certainly does not hold the lock or learns the grant.
+        auto abandoned = std::make_shared<Client::Abandoned>();
+        for (uint64_t id : c.acquire_attempts) {
+            c.abandoned[id] = abandoned;
+        }
+        c.acquire_attempts.clear();
+        c.cancel_at_us = 0;
+        c.cancelling = abandoned;
+        proto::Request r = base_request(c, true);  // ack_seq covers the abandoned acquire
+        r.mutable_cancel()->set_name(kLock);
+        r.mutable_cancel()->set_owner_tag(c.owner);
+        send_op(c, Op::kCancel, std::move(r));
+        return;
+    }
     if (c.op != Op::kNone) {
         // Woken with an operation in flight: its answer is overdue.
         if (now < c.op_answer_by_us) {
@@ -212,6 +245,12 @@ void LockClients::step(Client& c) {
     r.mutable_acquire()->set_owner_tag(c.owner);
     r.mutable_acquire()->set_mode(proto::EXCLUSIVE);
     r.mutable_acquire()->set_wait_ms(params_.wait_ms);
+    c.acquire_attempts.clear();
+    c.cancel_at_us = 0;
+    if (world_.rng().uniform(1000) < params_.cancel_per_mille) {
+        c.cancel_at_us =
+            now + 1000 * (1 + world_.rng().uniform(static_cast<uint64_t>(params_.wait_ms)));
+    }
     send_op(c, Op::kAcquire, std::move(r));
 }
 
@@ -278,6 +317,10 @@ void LockClients::on_response(Client& c, const proto::Response& r) {
         on_keepalive_answer(c, sent, r);
         return;
     }
+    if (c.abandoned.contains(r.request_id())) {
+        on_abandoned_answer(c, r);
+        return;
+    }
     if (c.op == Op::kNone || r.request_id() != c.request.request_id()) {
         return;  // an answer to an attempt the client gave up on
     }
@@ -336,45 +379,10 @@ void LockClients::on_op_answer(Client& c, const proto::Response& r) {
             }
             break;
         case Op::kAcquire:
+            c.acquire_attempts.clear();
+            c.cancel_at_us = 0;
             if (code == proto::OK && r.lock().outcome() == proto::LOCK_GRANTED) {
-                const uint64_t token = r.lock().token();
-                const uint64_t now = world_.now_us();
-                ++stats_.grants;
-                for (auto& other : clients_) {
-                    check_lapse(*other);
-                }
-                if (now >= safe_until_us(c)) {
-                    // Granted, but the session may be gone already: not a hold (release it).
-                    c.token = token;
-                    c.hold_open = false;
-                    break;
-                }
-                for (const Hold& h : holds_) {
-                    if (h.token == token) {
-                        verdicts_.fail(
-                            fmt::format("token {} granted to {} was granted before to c{}", token,
-                                        c.owner, h.client));
-                    }
-                    if (!h.end_us && h.client != c.index) {
-                        verdicts_.fail(fmt::format(
-                            "two holders: {} granted token {} while c{} holds token {} since "
-                            "t={:.3f}s",
-                            c.owner, token, h.client, h.token, h.start_us / 1e6));
-                    }
-                }
-                if (token <= max_ended_token_) {
-                    verdicts_.fail(
-                        fmt::format("{} granted token {}, not above token {} of an ended hold",
-                                    c.owner, token, max_ended_token_));
-                }
-                c.token = token;
-                c.hold_open = true;
-                c.hold = holds_.size();
-                holds_.push_back(Hold{c.index, token, now, std::nullopt});
-                c.hold_until_us =
-                    now +
-                    1000 * (params_.hold_min_ms +
-                            world_.rng().uniform(params_.hold_max_ms - params_.hold_min_ms + 1));
+                on_grant(c, r.lock().token());
             } else if (code != proto::WAIT_TIMEOUT && code != proto::ALREADY_WAITING) {
                 verdicts_.fail_liveness(fmt::format("client {}: acquire answered {} ({})", c.owner,
                                                     proto::Code_Name(code), r.message()));
@@ -405,10 +413,91 @@ void LockClients::on_op_answer(Client& c, const proto::Response& r) {
                 ++stats_.releases;
             }
             break;
+        case Op::kCancel:
+            on_cancel_answer(c, r);
+            break;
         case Op::kNone:
             RL_ASSERT(false);
     }
     wake(c, 0);
+}
+
+void LockClients::on_grant(Client& c, uint64_t token) {
+    const uint64_t now = world_.now_us();
+    ++stats_.grants;
+    for (auto& other : clients_) {
+        check_lapse(*other);
+    }
+    if (now >= safe_until_us(c)) {
+        // Granted, but the session may be gone already: not a hold (release it).
+        c.token = token;
+        c.hold_open = false;
+        return;
+    }
+    for (const Hold& h : holds_) {
+        if (h.token == token) {
+            verdicts_.fail(fmt::format("token {} granted to {} was granted before to c{}", token,
+                                       c.owner, h.client));
+        }
+        if (!h.end_us && h.client != c.index) {
+            verdicts_.fail(
+                fmt::format("two holders: {} granted token {} while c{} holds token {} since "
+                            "t={:.3f}s",
+                            c.owner, token, h.client, h.token, h.start_us / 1e6));
+        }
+    }
+    if (token <= max_ended_token_) {
+        verdicts_.fail(fmt::format("{} granted token {}, not above token {} of an ended hold",
+                                   c.owner, token, max_ended_token_));
+    }
+    c.token = token;
+    c.hold_open = true;
+    c.hold = holds_.size();
+    holds_.push_back(Hold{c.index, token, now, std::nullopt});
+    c.hold_until_us =
+        now + 1000 * (params_.hold_min_ms +
+                      world_.rng().uniform(params_.hold_max_ms - params_.hold_min_ms + 1));
+}
+
+void LockClients::on_abandoned_answer(Client& c, const proto::Response& r) {
+    Client::Abandoned& a = *c.abandoned.at(r.request_id());
+    if (r.code() != proto::OK || r.lock().outcome() != proto::LOCK_GRANTED) {
+        return;  // its wait ended, or it was discarded: nothing held
+    }
+    if (a.cancel_said_not_held) {
+        verdicts_.fail(fmt::format(
+            "{}: an abandoned acquire was granted token {} after its Cancel answered that the "
+            "session neither waits nor holds",
+            c.owner, r.lock().token()));
+    }
+    a.granted_token = r.lock().token();
+}
+
+void LockClients::on_cancel_answer(Client& c, const proto::Response& r) {
+    RL_ASSERT(c.cancelling != nullptr);
+    Client::Abandoned& a = *c.cancelling;
+    c.cancelling.reset();
+    if (r.code() != proto::OK) {
+        verdicts_.fail_liveness(fmt::format("client {}: cancel answered {} ({})", c.owner,
+                                            proto::Code_Name(r.code()), r.message()));
+        return;
+    }
+    ++stats_.cancels;
+    if (r.lock().outcome() == proto::LOCK_GRANTED) {
+        ++stats_.cancels_granted;
+        if (a.granted_token && *a.granted_token != r.lock().token()) {
+            verdicts_.fail(fmt::format("{}: the Cancel answered token {}, the grant push token {}",
+                                       c.owner, r.lock().token(), *a.granted_token));
+        }
+        on_grant(c, r.lock().token());
+        return;
+    }
+    if (a.granted_token) {
+        verdicts_.fail(fmt::format(
+            "{}: the Cancel answered {} though the abandoned acquire was granted token {}", c.owner,
+            proto::LockOutcome_Name(r.lock().outcome()), *a.granted_token));
+    }
+    a.cancel_said_not_held = true;
 }
 
 void LockClients::lose_session(Client& c, std::string_view how) {
@@ -433,6 +522,10 @@ void LockClients::lose_session(Client& c, std::string_view how) {
     c.op = Op::kNone;
     c.token.reset();
     c.keepalives.clear();
+    c.acquire_attempts.clear();
+    c.cancel_at_us = 0;
+    c.abandoned.clear();
+    c.cancelling.reset();
     wake(c, 0);
 }
 

@@ -5,11 +5,13 @@
 // Each client does what the client library does (client/): it opens a session and keeps it alive
 // with keepalives at a third of its timeout, acquires one exclusive lock with a wait, and while it
 // holds the lock makes fenced writes (SetData with the lock's token) to a node of its own, then
-// releases. A write whose answer is lost is retried with the same (session, seq) on another node,
-// as exactly-once allows. The client computes its safe-until deadline as the library does
-// (client/safe_until.h, with no margin: the simulated clocks do not drift): send time of the
-// latest acknowledged keepalive (or the open) + the session timeout. It acts as the holder only
-// until then.
+// releases. Some acquires run out of patience before their wait ends: the client abandons the
+// request and sends Cancel (whose ack_seq covers the acquire, as client/client_locks.cc does); a
+// Cancel answered LOCK_GRANTED is a hold like any other. A write whose answer is lost is retried
+// with the same (session, seq) on another node, as exactly-once allows. The client computes its
+// safe-until deadline as the library does (client/safe_until.h, with no margin: the simulated
+// clocks do not drift): send time of the latest acknowledged keepalive (or the open) + the session
+// timeout. It acts as the holder only until then.
 //
 // The checks, each on every event:
 //   one holder      no two clients hold the lock at once, each until its release was sent or
@@ -19,6 +21,9 @@
 //   tokens          a grant's token is new, and above every token of a hold that ended before
 //   answered        a node that was neither crashed nor paused since a request arrived answers it
 //                   within the request timeout (plus the acquire's wait)
+//   cancel          no grant of an abandoned acquire arrives after its Cancel answered that the
+//                   session neither waits nor holds, and a Cancel that answers a grant names the
+//                   token a grant push for that acquire carried
 // and at the end:
 //   exactly once    every client's node was changed by each acknowledged write exactly once:
 //                   acknowledged <= version <= acknowledged + writes of unknown outcome
@@ -38,6 +43,7 @@ struct ClientParams {
     size_t clients = 4;
     int64_t session_timeout_ms = 1000;
     int64_t wait_ms = 1500;
+    uint32_t cancel_per_mille = 250;  // acquires that give up (Cancel) before their wait ends
     uint64_t hold_min_ms = 10;
     uint64_t hold_max_ms = 200;
     bool trace = false;  // print every request and answer
@@ -51,6 +57,8 @@ struct ClientStats {
     uint64_t lapses = 0;         // holds that ended at the safe-until deadline
     uint64_t sessions_lost = 0;
     uint64_t retries = 0;
+    uint64_t cancels = 0;          // Cancels answered
+    uint64_t cancels_granted = 0;  // of them, answered with the grant that beat the Cancel
 };
 
 class LockClients final : public ClientObserver {
@@ -78,7 +86,7 @@ public:
 
 private:
     struct Client;
-    enum class Op : uint8_t { kNone, kOpen, kCreate, kAcquire, kWrite, kRelease };
+    enum class Op : uint8_t { kNone, kOpen, kCreate, kAcquire, kWrite, kRelease, kCancel };
 
     void step(Client& c);
     void wake(Client& c, uint64_t after_us);
@@ -90,6 +98,11 @@ private:
     void on_response(Client& c, const proto::Response& r);
     void on_op_answer(Client& c, const proto::Response& r);
     void on_keepalive_answer(Client& c, uint64_t sent_us, const proto::Response& r);
+    // A grant to `c` (an acquire's, or a Cancel's that lost the race): the checks, then the hold.
+    void on_grant(Client& c, uint64_t token);
+    // The answer to an attempt of an acquire the client abandoned for a Cancel.
+    void on_abandoned_answer(Client& c, const proto::Response& r);
+    void on_cancel_answer(Client& c, const proto::Response& r);
     void keepalive(Client& c);
     void lose_session(Client& c, std::string_view how);
     void end_hold(Client& c, uint64_t at_us, bool lapsed);

@@ -1,7 +1,7 @@
 // raftlock-replica-sim: the server simulator (issue 19). Each seed runs three real
 // server::Replica objects (world.h) with simulated clients of every port (lock_clients.h,
-// redis_clients.h, sql_clients.h) under a seeded nemesis, then lets the cluster settle and checks
-// the end state.
+// watch_clients.h, redis_clients.h, sql_clients.h) under a seeded nemesis, then lets the cluster
+// settle and checks the end state.
 //
 //   raftlock-replica-sim --seeds 1..200     a sweep; prints each failing seed and a summary
 //   raftlock-replica-sim --seed 17 -v       one seed, with the replicas' logs and the faults
@@ -23,6 +23,7 @@
 #include "tests/sim/replica/lock_clients.h"
 #include "tests/sim/replica/redis_clients.h"
 #include "tests/sim/replica/sql_clients.h"
+#include "tests/sim/replica/watch_clients.h"
 #include "tests/sim/replica/world.h"
 
 namespace raftlock::sim::replica {
@@ -55,6 +56,7 @@ struct RunResult {
     ClientStats stats;
     RedisClientStats redis;
     SqlClientStats sql;
+    WatchClientStats watch;
     uint64_t faults = 0;
     std::string fingerprint;  // what two runs of one seed must agree on
 };
@@ -172,16 +174,22 @@ RunResult run(uint64_t seed, bool verbose) {
     SqlClientParams sql_params;
     sql_params.trace = verbose;
     SqlClients sql(world, sql_params);
+    WatchClientParams watch_params;
+    watch_params.watched_nodes = client_params.clients;
+    watch_params.trace = verbose;
+    WatchClients watchers(world, watch_params);
     Nemesis nemesis(world, verbose);
     clients.start();
     redis.start();
     sql.start();
+    watchers.start();
     nemesis.start();
     world.run_until(kFaultyUs);
     nemesis.stop();
     clients.stop();
     redis.stop();
     sql.stop();
+    watchers.stop();
     world.run_until(kFaultyUs + kSettleUs);
     const uint64_t deadline = world.now_us() + kCatchUpUs;
     while (!settled(world) && world.now_us() < deadline) {
@@ -197,13 +205,16 @@ RunResult run(uint64_t seed, bool verbose) {
     result.failures = clients.failures();
     result.failures.insert(result.failures.end(), redis.failures().begin(), redis.failures().end());
     result.failures.insert(result.failures.end(), sql.failures().begin(), sql.failures().end());
-    for (const auto* list :
-         {&clients.liveness_failures(), &redis.liveness_failures(), &sql.liveness_failures()}) {
+    result.failures.insert(result.failures.end(), watchers.failures().begin(),
+                           watchers.failures().end());
+    for (const auto* list : {&clients.liveness_failures(), &redis.liveness_failures(),
+                             &sql.liveness_failures(), &watchers.liveness_failures()}) {
         result.other_failures.insert(result.other_failures.end(), list->begin(), list->end());
     }
     result.stats = clients.stats();
     result.redis = redis.stats();
     result.sql = sql.stats();
+    result.watch = watchers.stats();
     result.faults = nemesis.faults();
     // A run that did nothing or injected nothing proves nothing.
     if (result.stats.grants == 0 || result.stats.fenced_writes == 0) {
@@ -222,16 +233,21 @@ RunResult run(uint64_t seed, bool verbose) {
             fmt::format("no SQL lock was taken and no row read back (locks {}, reads {})",
                         result.sql.locks_taken, result.sql.reads_checked));
     }
+    if (result.watch.events == 0) {
+        result.other_failures.push_back(
+            fmt::format("no watch event arrived ({} watches set)", result.watch.watches_set));
+    }
     if (result.faults == 0) {
         result.other_failures.push_back("no fault was injected");
     }
     result.fingerprint =
-        fmt::format("{}|{} {} {} {} {} {} {}|{} {} {}|{} {} {} {}|{}|{}", world.describe(),
+        fmt::format("{}|{} {} {} {} {} {} {}|{} {} {}|{} {} {} {}|{} {} {}|{}|{}", world.describe(),
                     result.stats.sessions, result.stats.grants, result.stats.releases,
                     result.stats.fenced_writes, result.stats.lapses, result.stats.sessions_lost,
                     result.stats.retries, result.redis.acquired, result.redis.reads_checked,
                     result.redis.retries, result.sql.locks_taken, result.sql.rows_acknowledged,
-                    result.sql.reads_checked, result.sql.sessions_lost, world.now_us(),
+                    result.sql.reads_checked, result.sql.sessions_lost, result.watch.watches_set,
+                    result.watch.events, result.watch.changes_seen, world.now_us(),
                     fmt::join(result.failures, ";"));
     if (verbose) {
         fmt::print("{}", world.describe());
@@ -308,6 +324,10 @@ int main_impl(int argc, char** argv) {
     uint64_t sql_locks = 0;
     uint64_t sql_rows = 0;
     uint64_t sql_reads = 0;
+    uint64_t watch_events = 0;
+    uint64_t cancels = 0;
+    uint64_t cancels_granted = 0;
+    uint64_t watch_changes = 0;
     for (uint64_t seed = first; seed <= last; ++seed) {
         RunResult r = run(seed, verbose);
         if (check_determinism && run(seed, false).fingerprint != r.fingerprint) {
@@ -322,16 +342,22 @@ int main_impl(int argc, char** argv) {
         sql_locks += r.sql.locks_taken;
         sql_rows += r.sql.rows_acknowledged;
         sql_reads += r.sql.reads_checked;
+        watch_events += r.watch.events;
+        cancels += r.stats.cancels;
+        cancels_granted += r.stats.cancels_granted;
+        watch_changes += r.watch.changes_seen;
         faults += r.faults;
         if (verbose) {
             fmt::print(
                 "seed {}: {} grants, {} fenced writes, {} releases, {} lapses, {} sessions "
                 "lost, {} retries; Redis: {} taken, {} reads checked, {} lapses; SQL: {} locks, "
-                "{} rows acknowledged, {} reads checked, {} sessions lost; {} faults\n",
+                "{} rows acknowledged, {} reads checked, {} sessions lost; watches: {} set, {} "
+                "events, {} changes read after their event; {} faults\n",
                 seed, r.stats.grants, r.stats.fenced_writes, r.stats.releases, r.stats.lapses,
                 r.stats.sessions_lost, r.stats.retries, r.redis.acquired, r.redis.reads_checked,
                 r.redis.lapses, r.sql.locks_taken, r.sql.rows_acknowledged, r.sql.reads_checked,
-                r.sql.sessions_lost, r.faults);
+                r.sql.sessions_lost, r.watch.watches_set, r.watch.events, r.watch.changes_seen,
+                r.faults);
         }
         if (!r.failures.empty() || !r.other_failures.empty()) {
             ++failed;
@@ -355,11 +381,13 @@ int main_impl(int argc, char** argv) {
     const uint64_t seeds = last - first + 1;
     fmt::print(
         "{} seeds {}..{}: {} failed; {} grants, {} fenced writes, {} lapses, {} sessions "
-        "lost; Redis: {} taken, {} reads checked; SQL: {} locks, {} rows acknowledged, {} reads "
-        "checked; {} faults; {:.1f} s ({:.1f} seeds/s)\n",
+        "lost, {} cancels ({} granted); Redis: {} taken, {} reads checked; SQL: {} locks, {} rows "
+        "acknowledged, {} reads "
+        "checked; watches: {} events, {} changes read after their event; {} faults; {:.1f} s "
+        "({:.1f} seeds/s)\n",
         seeds, first, last, failed, total.grants, total.fenced_writes, total.lapses,
-        total.sessions_lost, redis_acquired, redis_reads, sql_locks, sql_rows, sql_reads, faults,
-        seconds, seeds / seconds);
+        total.sessions_lost, cancels, cancels_granted, redis_acquired, redis_reads, sql_locks,
+        sql_rows, sql_reads, watch_events, watch_changes, faults, seconds, seeds / seconds);
     if (expect_violation) {
         fmt::print("NOT CAUGHT: no seed failed\n");
         return 1;

@@ -11,10 +11,11 @@
 //                  read twice (08006 and a lost connection leave the outcome open, not the count)
 //   reads          a SELECT of every client's rows sees every INSERT acknowledged before it was
 //                  sent, whichever node served either (linearizable)
-//   one holder     no two clients hold the advisory lock at once while no fault has been active
-//                  since the first took it (a fault may expire the first's session on the
-//                  cluster, which releases its locks as PostgreSQL does when a connection dies;
-//                  without one, its session lives)
+//   one holder     when a client takes the advisory lock while another holds it, the other's
+//                  session must have ended on the cluster (which releases its locks, as
+//                  PostgreSQL does when a connection dies): the other learns so (FATAL 57P01 or
+//                  a closed connection) before its unlock is answered; an unlock that answers
+//                  "t" proves its session held the lock all along, beside the new holder
 //   answered       a statement sent to a cluster with no fault active is answered within the
 //                  request timeout
 
@@ -43,6 +44,7 @@ struct SqlClientStats {
     uint64_t reads_checked = 0;  // SELECTs whose rows were checked
     uint64_t sessions_lost = 0;  // connections that closed (or got FATAL) under a client
     uint64_t retries = 0;
+    uint64_t overlaps = 0;  // grants while another client still counted itself the holder
 };
 
 // One backend message: its type byte and body.
