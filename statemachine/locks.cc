@@ -169,11 +169,15 @@ Response StateMachine::release(SessionId session, const Release& op, Index zxid,
         lock.holders.erase(holder);
         grant_waiters(it->first, lock, zxid, out);
         forget_if_unused(op.name, session);
-        // The hold is gone for good: tokens are never granted twice.
+        // The hold is gone for good (shared holders granted in one entry share its token, so the
+        // hold is the owner's with that token).
         auto still = locks_.find(op.name);
         RL_ASSERT(still == locks_.end() ||
                   std::none_of(still->second.holders.begin(), still->second.holders.end(),
-                               [&](const Holder& h) { return h.token == op.token; }));
+                               [&](const Holder& h) {
+                                   return h.session == session && h.owner_tag == op.owner_tag &&
+                                          h.token == op.token;
+                               }));
     }
     return response;
 }
