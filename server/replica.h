@@ -244,6 +244,7 @@ private:
     void register_wait(const WaitKey& key, const ClientRef& client);
     void resolve_waits_after_restore();
     void push_watch_events(const std::vector<statemachine::WatchTrigger>& triggers);
+    statemachine::WatchedView watched_view() const;
     void end_session(uint64_t session, bool expired);
 
     // replica_clients.cc: client requests.

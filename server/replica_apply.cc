@@ -66,6 +66,10 @@ void Replica::apply_snapshot(const raft::Snapshot& snapshot) {
     // Only a snapshot ahead of what this replica applied is ever installed (the core refuses
     // older ones): applying never goes back.
     RL_ASSERT(snapshot.metadata.index > applied_index_);
+    // The entries the snapshot skips would have fired this node's watches: compare the watched
+    // nodes before and after instead (found by the server simulator's watchers: a follower cut
+    // off long enough to be sent a snapshot lost the events of its clients' watches).
+    const sm::WatchedView watched_before = watched_view();
     const sm::ErrorCode rc = sm_.restore(snapshot.data);
     // The store checked the snapshot's checksum; a leader's snapshot that does not restore is a
     // bug on the leader, and going on would leave this replica diverged.
@@ -75,7 +79,35 @@ void Replica::apply_snapshot(const raft::Snapshot& snapshot) {
     snapshot_index_ = snapshot.metadata.index;
     ++metrics_.snapshots_installed_total;
     spdlog::info("installed a snapshot at index {} from the leader", snapshot.metadata.index);
+    push_watch_events(
+        sm::restore_triggers(watched_before, watched_view(), snapshot.metadata.index));
     resolve_waits_after_restore();
+}
+
+// The nodes this node's watches are on (each recursive watch's whole subtree), as they are now.
+sm::WatchedView Replica::watched_view() const {
+    sm::WatchedView view;
+    for (const std::string& path : watches_.watched_paths()) {
+        if (std::optional<sm::Stat> stat = sm_.exists(path)) {
+            view.emplace(path, *stat);
+        }
+    }
+    std::vector<std::string> pending = watches_.recursive_roots();
+    while (!pending.empty()) {
+        std::string path = std::move(pending.back());
+        pending.pop_back();
+        std::optional<sm::Stat> stat = sm_.exists(path);
+        if (!stat) {
+            continue;
+        }
+        auto children = sm_.children(path);
+        RL_ASSERT(children.ok());  // it exists
+        for (const std::string& name : *children) {
+            pending.push_back(path == "/" ? "/" + name : path + "/" + name);
+        }
+        view.emplace(std::move(path), *stat);
+    }
+    return view;
 }
 
 void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& result) {

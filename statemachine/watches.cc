@@ -129,6 +129,64 @@ std::vector<WatchEvent> WatchRegistry::dispatch(const std::vector<WatchTrigger>&
     return events;
 }
 
+std::vector<std::string> WatchRegistry::watched_paths() const {
+    std::set<std::string> paths;
+    for (const Table* t : {&data_, &children_, &persistent_}) {
+        for (const auto& [path, watchers] : *t) {
+            paths.insert(path);
+        }
+    }
+    return {paths.begin(), paths.end()};
+}
+
+std::vector<std::string> WatchRegistry::recursive_roots() const {
+    std::vector<std::string> roots;
+    for (const auto& [path, watchers] : recursive_) {
+        roots.push_back(path);
+    }
+    return roots;
+}
+
+std::vector<WatchTrigger> restore_triggers(const WatchedView& before,
+                                           const WatchedView& after,
+                                           Index snapshot_index) {
+    std::set<std::string_view> paths;
+    for (const WatchedView* view : {&before, &after}) {
+        for (const auto& [path, stat] : *view) {
+            paths.insert(path);
+        }
+    }
+    std::vector<WatchTrigger> triggers;
+    for (std::string_view path : paths) {
+        const auto b = before.find(path);
+        const auto a = after.find(path);
+        const bool existed = b != before.end();
+        const bool exists = a != after.end();
+        if (existed && (!exists || a->second.czxid != b->second.czxid)) {
+            const Index zxid = exists ? a->second.czxid : snapshot_index;
+            triggers.push_back(WatchTrigger{std::string(path), EventType::kNodeDeleted, zxid});
+        }
+        if (!exists) {
+            continue;
+        }
+        const Stat& now = a->second;
+        RL_ASSERT(now.czxid <= snapshot_index && now.mzxid <= snapshot_index);
+        if (!existed || now.czxid != b->second.czxid) {
+            triggers.push_back(WatchTrigger{std::string(path), EventType::kNodeCreated, now.czxid});
+            continue;
+        }
+        if (now.mzxid != b->second.mzxid) {
+            triggers.push_back(
+                WatchTrigger{std::string(path), EventType::kNodeDataChanged, now.mzxid});
+        }
+        if (now.pzxid != b->second.pzxid) {
+            triggers.push_back(
+                WatchTrigger{std::string(path), EventType::kNodeChildrenChanged, now.pzxid});
+        }
+    }
+    return triggers;
+}
+
 std::string_view to_string(WatchKind kind) {
     switch (kind) {
         case WatchKind::kData:

@@ -66,6 +66,11 @@ public:
 
     size_t watch_count(WatcherId watcher) const;
 
+    // For a snapshot restore (restore_triggers below): every path with a watch that is not
+    // recursive, and the root of every recursive watch (whose subtree the caller adds), sorted.
+    std::vector<std::string> watched_paths() const;
+    std::vector<std::string> recursive_roots() const;
+
 private:
     using Table = std::map<std::string, std::set<WatcherId>, std::less<>>;
     Table& table(WatchKind kind);
@@ -78,6 +83,19 @@ private:
     Table recursive_;
     std::map<WatcherId, size_t> counts_;
 };
+
+// The watched part of a tree: path -> stat of each node that exists.
+using WatchedView = std::map<std::string, Stat, std::less<>>;
+
+// A restored snapshot skips the entries whose triggers would have fired this server's watches.
+// These are the triggers that take the watched nodes from `before` to `after` (views of the same
+// paths, taken around the restore), as ZooKeeper's setWatches does for a reconnecting client:
+// NodeDeleted, NodeCreated (both when the node was recreated), NodeDataChanged when its mzxid
+// moved, NodeChildrenChanged when its pzxid moved; each with the zxid of the change, or
+// `snapshot_index` for a deletion. In path order.
+std::vector<WatchTrigger> restore_triggers(const WatchedView& before,
+                                           const WatchedView& after,
+                                           Index snapshot_index);
 
 std::string_view to_string(WatchKind kind);
 std::string to_string(const WatchEvent& event);  // "w7 NodeCreated /job @12"

@@ -166,5 +166,52 @@ TEST_CASE("applied triggers reach the watches a client set, end to end",
           std::vector<WatchEvent>{{7, "/job", kCreated, h.index}, {7, "/", kChildren, h.index}});
 }
 
+// --- a snapshot restore: the triggers the skipped entries would have produced ---
+
+Stat stat_at(Index czxid, Index mzxid, Index pzxid) {
+    Stat s;
+    s.czxid = czxid;
+    s.mzxid = mzxid;
+    s.pzxid = pzxid;
+    return s;
+}
+
+TEST_CASE("a restore turns the watched nodes' changes into their triggers",
+          "[statemachine][watches]") {
+    const WatchedView before{{"/same", stat_at(2, 2, 2)},
+                             {"/set", stat_at(3, 3, 3)},
+                             {"/kids", stat_at(4, 4, 4)},
+                             {"/gone", stat_at(5, 5, 5)},
+                             {"/again", stat_at(6, 6, 6)}};
+    const WatchedView after{{"/same", stat_at(2, 2, 2)},
+                            {"/set", stat_at(3, 40, 3)},
+                            {"/kids", stat_at(4, 4, 41)},
+                            {"/again", stat_at(42, 42, 42)},
+                            {"/new", stat_at(43, 43, 43)}};
+    CHECK(restore_triggers(before, after, 50) == std::vector<T>{{"/again", kDeleted, 42},
+                                                                {"/again", kCreated, 42},
+                                                                {"/gone", kDeleted, 50},
+                                                                {"/kids", kChildren, 41},
+                                                                {"/new", kCreated, 43},
+                                                                {"/set", kChanged, 40}});
+    CHECK(restore_triggers(before, before, 50).empty());
+}
+
+TEST_CASE("a restore fires and removes the one-shot watches of changed nodes",
+          "[statemachine][watches]") {
+    WatchRegistry r;
+    REQUIRE(r.add(1, "/set", WatchKind::kData) == ErrorCode::kOk);
+    REQUIRE(r.add(1, "/same", WatchKind::kData) == ErrorCode::kOk);
+    REQUIRE(r.add(2, "/tree", WatchKind::kPersistentRecursive) == ErrorCode::kOk);
+    CHECK(r.watched_paths() == std::vector<std::string>{"/same", "/set"});
+    CHECK(r.recursive_roots() == std::vector<std::string>{"/tree"});
+    const WatchedView before{{"/same", stat_at(2, 2, 2)}, {"/set", stat_at(3, 3, 3)}};
+    const WatchedView after{
+        {"/same", stat_at(2, 2, 2)}, {"/set", stat_at(3, 9, 3)}, {"/tree/x", stat_at(8, 8, 8)}};
+    const std::vector<WatchEvent> events = r.dispatch(restore_triggers(before, after, 10));
+    CHECK(events == std::vector<WatchEvent>{{1, "/set", kChanged, 9}, {2, "/tree/x", kCreated, 8}});
+    CHECK(r.watched_paths() == std::vector<std::string>{"/same"});  // the fired one is gone
+}
+
 }  // namespace
 }  // namespace raftlock::statemachine
