@@ -65,10 +65,7 @@ struct SqlClients::Client {
     bool table_created = false;
     bool holding = false;
     uint64_t hold_acquired_us = 0;
-    // Another client took the lock during this hold (at overlap_us): explained only if this
-    // client's session ended meanwhile, so its unlock must not answer "t".
-    std::optional<size_t> overlapped_by;
-    uint64_t overlap_us = 0;
+    uint64_t hold_number = 0;      // of this client's holds, the current (or last) one
     uint64_t statements_left = 0;  // in this hold: INSERT, SELECT, INSERT, ...
 
     uint64_t next_row = 1;
@@ -208,9 +205,11 @@ void SqlClients::lose_session(Client& c, std::string_view why) {
     if (c.session_open) {
         ++stats_.sessions_lost;
     }
+    if (c.holding || c.op == Op::kUnlock) {
+        end_overlaps(c, false);  // its session ended, or may have: that explains an overlap
+    }
     c.session_open = false;
     c.holding = false;  // the session is gone, or going: its locks with it
-    c.overlapped_by.reset();
     if (c.op == Op::kInsert) {
         c.rows[c.inserting] = RowState::kUnknown;
     }
@@ -374,15 +373,7 @@ void SqlClients::on_answer(Client& c, Op op, const Answer& a) {
             check_rows(c, a);
             break;
         case Op::kUnlock:
-            if (c.overlapped_by && a.rows.size() == 1 && a.rows[0] == "t") {
-                verdicts_.fail(fmt::format(
-                    "two SQL holders: s{} took advisory lock 7 at t={:.3f}s while s{} held it "
-                    "since t={:.3f}s, and s{}'s unlock answered t: its session held the lock "
-                    "throughout",
-                    *c.overlapped_by, c.overlap_us / 1e6, c.index, c.hold_acquired_us / 1e6,
-                    c.index));
-            }
-            c.overlapped_by.reset();
+            end_overlaps(c, a.rows.size() == 1 && a.rows[0] == "t");
             if (a.rows.size() != 1 || a.rows[0] != "t") {
                 verdicts_.fail(fmt::format(
                     "sql client s{}: its session was open and held the lock since t={:.3f}s, "
@@ -441,20 +432,46 @@ void SqlClients::check_rows(Client& reader, const Answer& a) {
 
 void SqlClients::begin_hold(Client& c) {
     const uint64_t now = world_.now_us();
+    ++c.hold_number;
     for (auto& other : clients_) {
-        // The other still counts itself the holder: its session must have ended on the cluster,
-        // which it learns later (57P01); its unlock will tell (on_answer, kUnlock).
-        if (other.get() != &c && other->holding && !other->overlapped_by) {
-            other->overlapped_by = c.index;
-            other->overlap_us = now;
+        // Both count themselves holders: one of the sessions must have ended on the cluster,
+        // which its client learns later (57P01); the unlocks will tell (end_overlaps).
+        if (other.get() != &c && other->holding) {
+            overlaps_.push_back(
+                Overlap{other->index, c.index, other->hold_number, c.hold_number, now});
             ++stats_.overlaps;
         }
     }
-    c.overlapped_by.reset();
     ++stats_.locks_taken;
     c.holding = true;
     c.hold_acquired_us = world_.now_us();
     c.statements_left = 2 * (1 + world_.rng().uniform(params_.rows_per_hold_max));
+}
+
+void SqlClients::end_overlaps(Client& c, bool released) {
+    for (auto it = overlaps_.begin(); it != overlaps_.end();) {
+        Overlap& o = *it;
+        const bool is_a = o.a == c.index && o.a_hold == c.hold_number;
+        const bool is_b = o.b == c.index && o.b_hold == c.hold_number;
+        if (!is_a && !is_b) {
+            ++it;
+            continue;
+        }
+        if (!released) {
+            it = overlaps_.erase(it);  // explained: this session ended (or may have)
+            continue;
+        }
+        (is_a ? o.a_released : o.b_released) = true;
+        if (!o.a_released || !o.b_released) {
+            ++it;
+            continue;
+        }
+        verdicts_.fail(fmt::format(
+            "two SQL holders: s{} and s{} both held advisory lock 7 at t={:.3f}s, and both "
+            "unlocks answered t: neither session ended in between",
+            o.a, o.b, o.at_us / 1e6));
+        it = overlaps_.erase(it);
+    }
 }
 
 }  // namespace raftlock::sim::replica

@@ -11,11 +11,11 @@
 //                  read twice (08006 and a lost connection leave the outcome open, not the count)
 //   reads          a SELECT of every client's rows sees every INSERT acknowledged before it was
 //                  sent, whichever node served either (linearizable)
-//   one holder     when a client takes the advisory lock while another holds it, the other's
-//                  session must have ended on the cluster (which releases its locks, as
-//                  PostgreSQL does when a connection dies): the other learns so (FATAL 57P01 or
-//                  a closed connection) before its unlock is answered; an unlock that answers
-//                  "t" proves its session held the lock all along, beside the new holder
+//   one holder     two clients may count themselves holders at once only when one of their
+//                  sessions ended on the cluster meanwhile (which releases its locks, as
+//                  PostgreSQL does when a connection dies; a grant answered late can also reach
+//                  a client whose session is gone). So if both unlocks then answer "t", both
+//                  sessions held the lock throughout the overlap: two holders
 //   answered       a statement sent to a cluster with no fault active is answered within the
 //                  request timeout
 
@@ -94,6 +94,8 @@ private:
     void lose_session(Client& c, std::string_view why);
     void check_rows(Client& c, const Answer& a);
     void begin_hold(Client& c);
+    // The end of client c's current hold: released by an unlock answered "t", or not.
+    void end_overlaps(Client& c, bool released);
     void trace(const Client& c, std::string_view what);
 
     World& world_;
@@ -101,6 +103,15 @@ private:
     std::vector<std::unique_ptr<Client>> clients_;
     std::map<ConnId, Client*> by_conn_;
     bool stopping_ = false;
+    // Holds that overlapped in the clients' view: (client, hold number) pairs, and which of the
+    // two ended with an unlock answered "t".
+    struct Overlap {
+        size_t a = 0, b = 0;
+        uint64_t a_hold = 0, b_hold = 0;
+        uint64_t at_us = 0;
+        bool a_released = false, b_released = false;
+    };
+    std::vector<Overlap> overlaps_;
     SqlClientStats stats_;
     Verdicts verdicts_;
 };
