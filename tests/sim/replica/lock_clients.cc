@@ -18,12 +18,11 @@ constexpr uint64_t kAnswerSlackUs = 1'000'000;
 
 }  // namespace
 
-struct LockClients::Client {
+struct LockClient {
     size_t index = 0;
     std::string owner;
     std::string path;
     std::optional<ConnId> conn;
-    uint64_t wake_token = 0;  // a wake-up runs only if no later one was scheduled
 
     uint64_t session = 0;
     uint64_t seq = 0;
@@ -32,7 +31,7 @@ struct LockClients::Client {
     bool created = false;
 
     // The one operation in flight (keepalives aside), kept for retries with the same seq.
-    Op op = Op::kNone;
+    LockClients::Op op = LockClients::Op::kNone;
     proto::Request request;
     uint64_t op_sent_us = 0;       // this attempt
     uint64_t op_answer_by_us = 0;  // a calm cluster answers this attempt by then
@@ -61,27 +60,14 @@ struct LockClients::Client {
 };
 
 LockClients::LockClients(World& world, const ClientParams& params)
-    : world_(world), params_(params), verdicts_(world) {
-    for (size_t i = 0; i < params.clients; ++i) {
-        auto c = std::make_unique<Client>();
-        c->index = i;
-        c->owner = fmt::format("c{}", i);
-        c->path = fmt::format("/c{}", i);
-        clients_.push_back(std::move(c));
+    : ClientGroup(world, params.clients), params_(params) {
+    for (auto& c : clients_) {
+        c->owner = fmt::format("c{}", c->index);
+        c->path = fmt::format("/c{}", c->index);
     }
 }
 
 LockClients::~LockClients() = default;
-
-void LockClients::start() {
-    for (auto& c : clients_) {
-        wake(*c, world_.rng().uniform(100'000));
-    }
-}
-
-void LockClients::stop() {
-    stopping_ = true;
-}
 
 void LockClients::trace(const Client& c, std::string_view what) {
     if (params_.trace) {
@@ -93,10 +79,6 @@ void LockClients::trace(const Client& c, std::string_view what) {
 
 uint64_t LockClients::safe_until_us(const Client& c) const {
     return c.safe_base_us + static_cast<uint64_t>(params_.session_timeout_ms) * 1000;
-}
-
-void LockClients::wake(Client& c, uint64_t after_us) {
-    wake_after(world_, c.wake_token, after_us, [this, &c] { step(c); });
 }
 
 bool LockClients::ensure_conn(Client& c) {
@@ -185,16 +167,12 @@ void LockClients::step(Client& c) {
         return;
     }
     if (c.op != Op::kNone) {
-        // Woken with an operation in flight: its answer is overdue.
-        if (now < c.op_answer_by_us) {
-            wake(c, c.op_answer_by_us - now);
+        // Woken with an operation in flight: is its answer overdue?
+        if (!overdue(c, c.op_sent_us, c.op_answer_by_us, c.blame, [&] {
+                return fmt::format("client {}: request {} (seq {})", c.owner,
+                                   c.request.request_id(), c.request.seq());
+            })) {
             return;
-        }
-        const std::optional<uint64_t> calm = world_.calm_since_us();
-        if (c.blame && calm && *calm <= c.op_sent_us && c.conn && world_.connected(*c.conn)) {
-            verdicts_.fail_liveness(fmt::format(
-                "client {}: request {} (seq {}) unanswered for {} ms on a calm cluster", c.owner,
-                c.request.request_id(), c.request.seq(), (now - c.op_sent_us) / 1000));
         }
         ++stats_.retries;
         reconnect(c);
@@ -294,13 +272,11 @@ void LockClients::on_message(ConnId conn, const proto::ServerMessage& message) {
 }
 
 void LockClients::on_closed(ConnId conn) {
-    auto it = by_conn_.find(conn);
-    if (it == by_conn_.end()) {
+    Client* closed = take_closed(conn);
+    if (closed == nullptr) {
         return;
     }
-    Client& c = *it->second;
-    by_conn_.erase(it);
-    c.conn.reset();
+    Client& c = *closed;
     c.keepalives.clear();
     if (c.op != Op::kNone) {
         // The attempt is over: step() sends it again, on another connection.

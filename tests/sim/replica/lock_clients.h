@@ -34,8 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/sim/replica/verdicts.h"
-#include "tests/sim/replica/world.h"
+#include "tests/sim/replica/client_group.h"
 
 namespace raftlock::sim::replica {
 
@@ -61,23 +60,16 @@ struct ClientStats {
     uint64_t cancels_granted = 0;  // of them, answered with the grant that beat the Cancel
 };
 
-class LockClients final : public ClientObserver {
+struct LockClient;  // lock_clients.cc
+
+class LockClients final : public ClientGroup<LockClient> {
 public:
     LockClients(World& world, const ClientParams& params);
     ~LockClients() override;
 
-    // Starts every client; stop() makes them finish what they do and start nothing new.
-    void start();
-    void stop();
     // The end-of-run checks, once the cluster has settled (every node up and caught up).
     void final_check();
 
-    // Broken promises (one holder, safe-until, tokens, exactly once), and requests left
-    // unanswered (liveness).
-    const std::vector<std::string>& failures() const { return verdicts_.failures(); }
-    const std::vector<std::string>& liveness_failures() const {
-        return verdicts_.liveness_failures();
-    }
     const ClientStats& stats() const { return stats_; }
 
     // ClientObserver
@@ -85,11 +77,11 @@ public:
     void on_closed(ConnId conn) override;
 
 private:
-    struct Client;
+    using Client = LockClient;
+    friend struct LockClient;
     enum class Op : uint8_t { kNone, kOpen, kCreate, kAcquire, kWrite, kRelease, kCancel };
 
-    void step(Client& c);
-    void wake(Client& c, uint64_t after_us);
+    void step(Client& c) override;
     bool ensure_conn(Client& c);
     void reconnect(Client& c);
     proto::Request base_request(Client& c, bool write);
@@ -111,13 +103,8 @@ private:
     uint64_t safe_until_us(const Client& c) const;
     void trace(const Client& c, std::string_view what);
 
-    World& world_;
     ClientParams params_;
-    std::vector<std::unique_ptr<Client>> clients_;
-    std::map<ConnId, Client*> by_conn_;
-    bool stopping_ = false;
     ClientStats stats_;
-    Verdicts verdicts_;
     // The lock's holds, for the one-holder and token checks.
     struct Hold {
         size_t client = 0;

@@ -61,14 +61,13 @@ std::optional<RespReply> take_resp_reply(std::string& buffer) {
     return r;
 }
 
-struct RedisLockClients::Client {
+struct RedisClient {
     size_t index = 0;
     std::optional<ConnId> conn;
     std::string buffer;  // RESP bytes not parsed yet
-    uint64_t wake_token = 0;
     uint64_t round = 0;
 
-    Op op = Op::kNone;
+    RedisLockClients::Op op = RedisLockClients::Op::kNone;
     statemachine::redis::Argv argv;
     uint64_t op_sent_us = 0;
     uint64_t op_answer_by_us = 0;
@@ -83,25 +82,9 @@ struct RedisLockClients::Client {
 };
 
 RedisLockClients::RedisLockClients(World& world, const RedisClientParams& params)
-    : world_(world), params_(params), verdicts_(world) {
-    for (size_t i = 0; i < params.clients; ++i) {
-        auto c = std::make_unique<Client>();
-        c->index = i;
-        clients_.push_back(std::move(c));
-    }
-}
+    : ClientGroup(world, params.clients), params_(params) {}
 
 RedisLockClients::~RedisLockClients() = default;
-
-void RedisLockClients::start() {
-    for (auto& c : clients_) {
-        wake(*c, world_.rng().uniform(100'000));
-    }
-}
-
-void RedisLockClients::stop() {
-    stopping_ = true;
-}
 
 void RedisLockClients::trace(const Client& c, std::string_view what) {
     if (params_.trace) {
@@ -109,10 +92,6 @@ void RedisLockClients::trace(const Client& c, std::string_view what) {
                    c.conn.value_or(0) & ~net::kRespConnectionBit,
                    c.conn ? fmt::format(" to n{}", world_.node_of(*c.conn)) : "", what);
     }
-}
-
-void RedisLockClients::wake(Client& c, uint64_t after_us) {
-    wake_after(world_, c.wake_token, after_us, [this, &c] { step(c); });
 }
 
 void RedisLockClients::send(Client& c, Op op, statemachine::redis::Argv argv) {
@@ -149,15 +128,10 @@ void RedisLockClients::step(Client& c) {
     check_lapse(c);
     const uint64_t now = world_.now_us();
     if (c.op != Op::kNone) {
-        if (now < c.op_answer_by_us) {
-            wake(c, c.op_answer_by_us - now);
+        if (!overdue(c, c.op_sent_us, c.op_answer_by_us, c.blame, [&] {
+                return fmt::format("redis client r{}: {}", c.index, fmt::join(c.argv, " "));
+            })) {
             return;
-        }
-        const std::optional<uint64_t> calm = world_.calm_since_us();
-        if (c.blame && calm && *calm <= c.op_sent_us && c.conn && world_.connected(*c.conn)) {
-            verdicts_.fail_liveness(
-                fmt::format("redis client r{}: {} unanswered for {} ms on a calm cluster", c.index,
-                            fmt::join(c.argv, " "), (now - c.op_sent_us) / 1000));
         }
         ++stats_.retries;
         if (c.conn) {
@@ -203,17 +177,11 @@ void RedisLockClients::on_resp(ConnId conn, const std::string& bytes) {
 }
 
 void RedisLockClients::on_closed(ConnId conn) {
-    auto it = by_conn_.find(conn);
-    if (it == by_conn_.end()) {
-        return;
-    }
-    Client& c = *it->second;
-    by_conn_.erase(it);
-    c.conn.reset();
-    if (c.op != Op::kNone) {
-        c.blame = false;
-        c.op_answer_by_us = world_.now_us() + kBackoffUs;
-        wake(c, kBackoffUs);
+    Client* c = take_closed(conn);
+    if (c != nullptr && c->op != Op::kNone) {
+        c->blame = false;
+        c->op_answer_by_us = world_.now_us() + kBackoffUs;
+        wake(*c, kBackoffUs);
     }
 }
 

@@ -21,8 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/sim/replica/verdicts.h"
-#include "tests/sim/replica/world.h"
+#include "tests/sim/replica/client_group.h"
 
 namespace raftlock::sim::replica {
 
@@ -53,18 +52,13 @@ struct RespReply {
 // another kind (an array) is a failure of the caller's expectations: kind '?' with the text.
 std::optional<RespReply> take_resp_reply(std::string& buffer);
 
-class RedisLockClients final : public ClientObserver {
+struct RedisClient;  // redis_clients.cc
+
+class RedisLockClients final : public ClientGroup<RedisClient> {
 public:
     RedisLockClients(World& world, const RedisClientParams& params);
     ~RedisLockClients() override;
 
-    void start();
-    void stop();
-
-    const std::vector<std::string>& failures() const { return verdicts_.failures(); }
-    const std::vector<std::string>& liveness_failures() const {
-        return verdicts_.liveness_failures();
-    }
     const RedisClientStats& stats() const { return stats_; }
 
     // ClientObserver
@@ -72,11 +66,11 @@ public:
     void on_closed(ConnId conn) override;
 
 private:
-    struct Client;
+    using Client = RedisClient;
+    friend struct RedisClient;
     enum class Op : uint8_t { kNone, kSet, kGet, kRelease };
 
-    void step(Client& c);
-    void wake(Client& c, uint64_t after_us);
+    void step(Client& c) override;
     void send(Client& c, Op op, statemachine::redis::Argv argv);
     void resend(Client& c);
     void on_reply(Client& c, const RespReply& r);
@@ -85,13 +79,8 @@ private:
     void check_lapse(Client& c);
     void trace(const Client& c, std::string_view what);
 
-    World& world_;
     RedisClientParams params_;
-    std::vector<std::unique_ptr<Client>> clients_;
-    std::map<ConnId, Client*> by_conn_;
-    bool stopping_ = false;
     RedisClientStats stats_;
-    Verdicts verdicts_;
 };
 
 }  // namespace raftlock::sim::replica

@@ -48,19 +48,18 @@ enum class RowState : uint8_t {
     kUnknown,     // 08006 or the connection was lost: applied at most once
 };
 
-struct SqlClients::Client {
+struct SqlClient {
     size_t index = 0;
     std::optional<ConnId> conn;
     bool session_open = false;  // ReadyForQuery after the startup
     std::string buffer;         // backend bytes not parsed yet
-    uint64_t wake_token = 0;
 
-    Op op = Op::kNone;
+    SqlClients::Op op = SqlClients::Op::kNone;
     std::string sql;
     uint64_t op_sent_us = 0;
     uint64_t op_answer_by_us = 0;
     bool blame = false;
-    Answer answer;
+    SqlClients::Answer answer;
 
     bool table_created = false;
     bool holding = false;
@@ -75,25 +74,9 @@ struct SqlClients::Client {
 };
 
 SqlClients::SqlClients(World& world, const SqlClientParams& params)
-    : world_(world), params_(params), verdicts_(world) {
-    for (size_t i = 0; i < params.clients; ++i) {
-        auto c = std::make_unique<Client>();
-        c->index = i;
-        clients_.push_back(std::move(c));
-    }
-}
+    : ClientGroup(world, params.clients), params_(params) {}
 
 SqlClients::~SqlClients() = default;
-
-void SqlClients::start() {
-    for (auto& c : clients_) {
-        wake(*c, world_.rng().uniform(100'000));
-    }
-}
-
-void SqlClients::stop() {
-    stopping_ = true;
-}
 
 void SqlClients::trace(const Client& c, std::string_view what) {
     if (params_.trace) {
@@ -101,10 +84,6 @@ void SqlClients::trace(const Client& c, std::string_view what) {
                    c.conn.value_or(0) & ~net::kPgConnectionBit,
                    c.conn ? fmt::format(" to n{}", world_.node_of(*c.conn)) : "", what);
     }
-}
-
-void SqlClients::wake(Client& c, uint64_t after_us) {
-    wake_after(world_, c.wake_token, after_us, [this, &c] { step(c); });
 }
 
 void SqlClients::connect(Client& c) {
@@ -145,18 +124,12 @@ void SqlClients::query(Client& c, Op op, std::string sql) {
 }
 
 void SqlClients::step(Client& c) {
-    const uint64_t now = world_.now_us();
     if (c.op != Op::kNone) {
-        if (now < c.op_answer_by_us) {
-            wake(c, c.op_answer_by_us - now);
+        if (!overdue(c, c.op_sent_us, c.op_answer_by_us, c.blame, [&] {
+                return fmt::format("sql client s{}: {}", c.index,
+                                   c.op == Op::kStartup ? "startup" : c.sql);
+            })) {
             return;
-        }
-        const std::optional<uint64_t> calm = world_.calm_since_us();
-        if (c.blame && calm && *calm <= c.op_sent_us && c.conn && world_.connected(*c.conn)) {
-            verdicts_.fail_liveness(fmt::format(
-                "sql client s{}: {} unanswered for {} ms on a calm "
-                "cluster",
-                c.index, c.op == Op::kStartup ? "startup" : c.sql, (now - c.op_sent_us) / 1000));
         }
         ++stats_.retries;
         lose_session(c, "no answer in time");
@@ -233,15 +206,10 @@ void SqlClients::on_pg(ConnId conn, const std::string& bytes) {
 }
 
 void SqlClients::on_closed(ConnId conn) {
-    auto it = by_conn_.find(conn);
-    if (it == by_conn_.end()) {
-        return;
+    if (Client* c = take_closed(conn)) {
+        lose_session(*c, "closed by the server");
+        wake(*c, kBackoffUs);
     }
-    Client& c = *it->second;
-    by_conn_.erase(it);
-    c.conn.reset();
-    lose_session(c, "closed by the server");
-    wake(c, kBackoffUs);
 }
 
 void SqlClients::on_message(Client& c, const PgBackendMessage& m) {

@@ -27,8 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/sim/replica/verdicts.h"
-#include "tests/sim/replica/world.h"
+#include "tests/sim/replica/client_group.h"
 
 namespace raftlock::sim::replica {
 
@@ -56,18 +55,13 @@ struct PgBackendMessage {
 // Takes one complete backend message off the front of `buffer`; nullopt while it is incomplete.
 std::optional<PgBackendMessage> take_pg_message(std::string& buffer);
 
-class SqlClients final : public ClientObserver {
+struct SqlClient;  // sql_clients.cc
+
+class SqlClients final : public ClientGroup<SqlClient> {
 public:
     SqlClients(World& world, const SqlClientParams& params);
     ~SqlClients() override;
 
-    void start();
-    void stop();
-
-    const std::vector<std::string>& failures() const { return verdicts_.failures(); }
-    const std::vector<std::string>& liveness_failures() const {
-        return verdicts_.liveness_failures();
-    }
     const SqlClientStats& stats() const { return stats_; }
 
     // ClientObserver
@@ -75,7 +69,8 @@ public:
     void on_closed(ConnId conn) override;
 
 private:
-    struct Client;
+    using Client = SqlClient;
+    friend struct SqlClient;
     enum class Op : uint8_t { kNone, kStartup, kCreate, kLock, kInsert, kSelect, kUnlock };
     // What one statement's answer carried, up to ReadyForQuery.
     struct Answer {
@@ -85,8 +80,7 @@ private:
         std::string error_severity;
     };
 
-    void step(Client& c);
-    void wake(Client& c, uint64_t after_us);
+    void step(Client& c) override;
     void connect(Client& c);
     void query(Client& c, Op op, std::string sql);
     void on_message(Client& c, const PgBackendMessage& m);
@@ -98,11 +92,7 @@ private:
     void end_overlaps(Client& c, bool released);
     void trace(const Client& c, std::string_view what);
 
-    World& world_;
     SqlClientParams params_;
-    std::vector<std::unique_ptr<Client>> clients_;
-    std::map<ConnId, Client*> by_conn_;
-    bool stopping_ = false;
     // Holds that overlapped in the clients' view: (client, hold number) pairs, and which of the
     // two ended with an unlock answered "t".
     struct Overlap {
@@ -113,7 +103,6 @@ private:
     };
     std::vector<Overlap> overlaps_;
     SqlClientStats stats_;
-    Verdicts verdicts_;
 };
 
 }  // namespace raftlock::sim::replica

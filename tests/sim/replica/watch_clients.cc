@@ -13,11 +13,10 @@ constexpr uint64_t kAnswerSlackUs = 1'000'000;
 
 }  // namespace
 
-struct WatchClients::Watcher {
+struct Watcher {
     size_t index = 0;
     std::string path;
     std::optional<ConnId> conn;
-    uint64_t wake_token = 0;
     uint64_t next_request_id = 0;
 
     bool in_flight = false;
@@ -34,27 +33,14 @@ struct WatchClients::Watcher {
 };
 
 WatchClients::WatchClients(World& world, const WatchClientParams& params)
-    : world_(world), params_(params), verdicts_(world) {
+    : ClientGroup(world, params.watchers), params_(params) {
     RL_ASSERT(params.watched_nodes > 0 && params.peek_min_ms <= params.peek_max_ms);
-    for (size_t i = 0; i < params.watchers; ++i) {
-        auto w = std::make_unique<Watcher>();
-        w->index = i;
-        w->path = fmt::format("/c{}", i % params.watched_nodes);
-        watchers_.push_back(std::move(w));
+    for (auto& w : clients_) {
+        w->path = fmt::format("/c{}", w->index % params.watched_nodes);
     }
 }
 
 WatchClients::~WatchClients() = default;
-
-void WatchClients::start() {
-    for (auto& w : watchers_) {
-        wake(*w, world_.rng().uniform(100'000));
-    }
-}
-
-void WatchClients::stop() {
-    stopping_ = true;
-}
 
 void WatchClients::trace(const Watcher& w, std::string_view what) {
     if (params_.trace) {
@@ -64,23 +50,11 @@ void WatchClients::trace(const Watcher& w, std::string_view what) {
     }
 }
 
-void WatchClients::wake(Watcher& w, uint64_t after_us) {
-    wake_after(world_, w.wake_token, after_us, [this, &w] { step(w); });
-}
-
 void WatchClients::step(Watcher& w) {
-    const uint64_t now = world_.now_us();
     if (w.in_flight) {
-        if (now < w.answer_by_us) {
-            wake(w, w.answer_by_us - now);
+        if (!overdue(w, w.sent_us, w.answer_by_us, true,
+                     [&] { return fmt::format("watcher w{}: a read of {}", w.index, w.path); })) {
             return;
-        }
-        const std::optional<uint64_t> calm = world_.calm_since_us();
-        if (calm && *calm <= w.sent_us && w.conn && world_.connected(*w.conn)) {
-            verdicts_.fail_liveness(
-                fmt::format("watcher w{}: a read of {} unanswered for {} ms on "
-                            "a calm cluster",
-                            w.index, w.path, (now - w.sent_us) / 1000));
         }
         ++stats_.retries;
         drop_connection(w);
@@ -197,16 +171,11 @@ void WatchClients::on_response(Watcher& w, const proto::Response& r) {
 }
 
 void WatchClients::on_closed(ConnId conn) {
-    auto it = by_conn_.find(conn);
-    if (it == by_conn_.end()) {
-        return;
+    if (Watcher* w = take_closed(conn)) {
+        w->in_flight = false;
+        w->armed = false;  // the watch lived on the node's side of the connection
+        wake(*w, kBackoffUs);
     }
-    Watcher& w = *it->second;
-    by_conn_.erase(it);
-    w.conn.reset();
-    w.in_flight = false;
-    w.armed = false;  // the watch lived on the node's side of the connection
-    wake(w, kBackoffUs);
 }
 
 void WatchClients::drop_connection(Watcher& w) {

@@ -21,8 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/sim/replica/verdicts.h"
-#include "tests/sim/replica/world.h"
+#include "tests/sim/replica/client_group.h"
 
 namespace raftlock::sim::replica {
 
@@ -41,18 +40,13 @@ struct WatchClientStats {
     uint64_t retries = 0;
 };
 
-class WatchClients final : public ClientObserver {
+struct Watcher;  // watch_clients.cc
+
+class WatchClients final : public ClientGroup<Watcher> {
 public:
     WatchClients(World& world, const WatchClientParams& params);
     ~WatchClients() override;
 
-    void start();
-    void stop();
-
-    const std::vector<std::string>& failures() const { return verdicts_.failures(); }
-    const std::vector<std::string>& liveness_failures() const {
-        return verdicts_.liveness_failures();
-    }
     const WatchClientStats& stats() const { return stats_; }
 
     // ClientObserver
@@ -60,23 +54,15 @@ public:
     void on_closed(ConnId conn) override;
 
 private:
-    struct Watcher;
-
-    void step(Watcher& w);
-    void wake(Watcher& w, uint64_t after_us);
+    void step(Watcher& w) override;
     void read(Watcher& w, bool watch);
     void on_response(Watcher& w, const proto::Response& r);
     void on_event(Watcher& w, const proto::WatchEvent& e);
     void drop_connection(Watcher& w);
     void trace(const Watcher& w, std::string_view what);
 
-    World& world_;
     WatchClientParams params_;
-    std::vector<std::unique_ptr<Watcher>> watchers_;
-    std::map<ConnId, Watcher*> by_conn_;
-    bool stopping_ = false;
     WatchClientStats stats_;
-    Verdicts verdicts_;
 };
 
 }  // namespace raftlock::sim::replica
