@@ -159,6 +159,20 @@ void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& resu
             respond_error(client, proto::WAIT_TIMEOUT);
         }
     }
+    // A Cancel took the wait away, or found none: an acquire still waiting here for that
+    // (session, lock, owner) ends now with WAIT_TIMEOUT (it certainly holds nothing). Left in
+    // place, the grant of a later acquire of the same owner would be pushed to this older
+    // request (found by the server simulator, seed 2343).
+    if (const auto* cancel = std::get_if<sm::Cancel>(&command.op);
+        cancel != nullptr && result.response.code == sm::ErrorCode::kOk &&
+        result.response.lock != sm::LockOutcome::kGranted) {
+        auto it = waiting_.find(WaitKey{command.client_id, cancel->name, cancel->owner_tag});
+        if (it != waiting_.end()) {
+            const ClientRef client{it->second.conn, it->second.request_id};
+            waiting_.erase(it);
+            respond_error(client, proto::WAIT_TIMEOUT);
+        }
+    }
     sql_push_done(result);
     for (const sm::SessionEnded& ended : result.sessions_ended) {
         end_session(ended.session, ended.reason == sm::SessionEnd::kExpired);

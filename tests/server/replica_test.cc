@@ -175,6 +175,47 @@ TEST_CASE("a release hands the lock to a waiter connected to another node",
     CHECK(granted->lock().token() > token_a);
 }
 
+TEST_CASE("a cancelled wait ends its acquire; a later acquire's grant goes to the later request",
+          "[server][replica][locks]") {
+    // Found by the server simulator (seed 2343): the replica kept the cancelled acquire as the
+    // waiter of (session, lock, owner), and pushed a later acquire's grant to it.
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    c.connect(leader, 1);
+    c.connect(leader, 2);
+    Client a;
+    Client b;
+    open_session(c, leader, 1, a);
+    open_session(c, leader, 2, b);
+    auto held = c.call(leader, 1, a.acquire("db", 0));
+    REQUIRE(held.has_value());
+    REQUIRE(held->lock().outcome() == proto::LOCK_GRANTED);
+
+    proto::Request first = b.acquire("db", 60000);
+    const uint64_t first_id = first.request_id();
+    c.send(leader, 2, first);
+    c.run_until([] { return false; }, 300);
+    proto::Request cancel = b.write();
+    cancel.mutable_cancel()->set_name("db");
+    auto cancelled = c.call(leader, 2, cancel);
+    REQUIRE(cancelled.has_value());
+    CHECK(cancelled->lock().outcome() == proto::LOCK_CANCELLED);
+    std::optional<proto::Response> ended;
+    REQUIRE(c.run_until([&] { return (ended = c.take_response(2, first_id)).has_value(); }));
+    CHECK(ended->code() == proto::WAIT_TIMEOUT);
+
+    proto::Request second = b.acquire("db", 60000);
+    const uint64_t second_id = second.request_id();
+    c.send(leader, 2, second);
+    c.run_until([] { return false; }, 300);
+    auto released = c.call(leader, 1, a.release("db", held->lock().token()));
+    REQUIRE(released.has_value());
+    std::optional<proto::Response> granted;
+    REQUIRE(c.run_until([&] { return (granted = c.take_response(2, second_id)).has_value(); }));
+    CHECK(granted->lock().outcome() == proto::LOCK_GRANTED);
+    CHECK_FALSE(c.take_response(2, first_id).has_value());
+}
+
 TEST_CASE("keepalives through a follower keep a session; silence expires it and frees its locks",
           "[server][replica][sessions]") {
     ReplicaCluster c;
