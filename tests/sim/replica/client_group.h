@@ -18,6 +18,11 @@
 
 namespace raftlock::sim::replica {
 
+// How long a client waits between tries when nothing answers or no node takes it.
+inline constexpr uint64_t kBackoffUs = 50'000;
+// Beyond the server's own timeouts: what a calm cluster needs to answer at all.
+inline constexpr uint64_t kAnswerSlackUs = 1'000'000;
+
 // `Client` has `size_t index` and `std::optional<ConnId> conn`; it may be incomplete where the
 // group's header is included (its family defines it in its .cc, with the family's constructor and
 // destructor).

@@ -11,10 +11,6 @@ namespace raftlock::sim::replica {
 namespace {
 
 constexpr const char* kLock = "the-lock";
-// How long a client waits between tries when nothing answers or no node takes it.
-constexpr uint64_t kBackoffUs = 50'000;
-// Beyond the server's own timeouts: what a calm cluster needs to answer at all.
-constexpr uint64_t kAnswerSlackUs = 1'000'000;
 
 }  // namespace
 

@@ -11,8 +11,6 @@ namespace raftlock::sim::replica {
 namespace {
 
 constexpr const char* kKey = "the-redis-lock";
-constexpr uint64_t kBackoffUs = 50'000;
-constexpr uint64_t kAnswerSlackUs = 1'000'000;
 constexpr const char* kRelease =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) "
     "else return 0 end";

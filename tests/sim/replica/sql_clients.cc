@@ -11,8 +11,6 @@ namespace raftlock::sim::replica {
 
 namespace {
 
-constexpr uint64_t kBackoffUs = 50'000;
-constexpr uint64_t kAnswerSlackUs = 1'000'000;
 constexpr const char* kCreateTable = "CREATE TABLE IF NOT EXISTS sim_rows (client int, n int)";
 constexpr const char* kLock = "SELECT pg_try_advisory_lock(7)";
 constexpr const char* kUnlock = "SELECT pg_advisory_unlock(7)";

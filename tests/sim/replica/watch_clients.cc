@@ -6,13 +6,6 @@
 
 namespace raftlock::sim::replica {
 
-namespace {
-
-constexpr uint64_t kBackoffUs = 50'000;
-constexpr uint64_t kAnswerSlackUs = 1'000'000;
-
-}  // namespace
-
 struct Watcher {
     size_t index = 0;
     std::string path;
