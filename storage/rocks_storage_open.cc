@@ -16,6 +16,7 @@
 
 #include "storage/fatal.h"
 #include "storage/file_util.h"
+#include "storage/rocks_logger.h"
 #include "storage/rocks_storage.h"
 #include "storage/snapshot_file.h"
 
@@ -47,12 +48,11 @@ rocksdb::DBOptions make_db_options(const RocksStorageOptions& options) {
     db.max_background_jobs = 2;
     db.max_total_wal_size = 256u << 20;
     db.max_open_files = 256;
-    db.keep_log_file_num = 4;
-    db.max_log_file_size = 4u << 20;
     db.stats_dump_period_sec = 0;
     db.stats_persist_period_sec = 0;
     db.avoid_flush_during_shutdown = false;
     db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+    db.info_log = make_rocks_logger(db.info_log_level);
     return db;
 }
 
@@ -142,7 +142,8 @@ Result<std::unique_ptr<RocksStorage>, StorageError> RocksStorage::open(
                 fmt::format("no store in {} ({} is missing)", dir, store->db_dir())};
         }
     } else {
-        for (const std::string& path : {dir, store->snapshot_dir()}) {
+        // The database directory too: RocksDB logs an error when it opens a missing one.
+        for (const std::string& path : {dir, store->db_dir(), store->snapshot_dir()}) {
             if (std::optional<StorageError> error = ensure_directory(path)) {
                 return *error;
             }

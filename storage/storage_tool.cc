@@ -12,6 +12,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "raft/text.h"
 #include "storage/rocks_storage.h"
@@ -100,6 +102,8 @@ int run(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Standard output carries the dump; RocksDB's messages (through spdlog) go to standard error.
+    spdlog::set_default_logger(spdlog::stderr_logger_mt("raftlock-storage"));
     try {
         return run(std::vector<std::string>(argv + 1, argv + argc));
     } catch (const std::exception& e) {

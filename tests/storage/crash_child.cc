@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include "base/rng.h"
@@ -74,6 +76,8 @@ int main(int argc, char** argv) {
         std::fputs("usage: storage_crash_child DIR SEED [fill]\n", stderr);
         return 2;
     }
+    // Standard output is the ack pipe: RocksDB's messages (through spdlog) go to standard error.
+    spdlog::set_default_logger(spdlog::stderr_logger_mt("storage_crash_child"));
     auto store = RocksStorage::open(argv[1]);
     if (!store.ok()) {
         std::fprintf(stderr, "storage_crash_child: %s\n", store.error().message.c_str());

@@ -61,6 +61,18 @@ TEST_CASE("a new store is empty and stays empty across a reopen", "[storage]") {
     }
 }
 
+TEST_CASE("RocksDB logs into the server's log, never into a file on the data disk", "[storage]") {
+    // A LOG file on a full disk made RocksDB trip its own assertion (docs/storage.md).
+    test::TempDir dir;
+    auto store = open_store(dir.path());
+    store->append(make_entries(1, 100, 1));
+    reopen(store);
+    for (const auto& file : std::filesystem::directory_iterator(store->db_dir())) {
+        INFO(file.path());
+        CHECK(file.path().filename().string().rfind("LOG", 0) != 0);
+    }
+}
+
 TEST_CASE("appended entries and the hard state survive a reopen", "[storage]") {
     test::TempDir dir;
     auto store = open_store(dir.path());
