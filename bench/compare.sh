@@ -33,12 +33,18 @@
 #   BENCH_SESSION_TIMEOUT_MS  the holder's session / lease / PX timeout, every system [3000]
 #   BENCH_IDLE_SESSIONS    idle session counts for session.keepalive [1000 10000]
 #   BENCH_IDLE_TIMEOUT_MS  their session / lease timeout [10000]
-#   BENCH_OUT, BENCH_DATA_DIR (see bench/peers.sh), RAFTLOCK_BUILD_DIR [build]
+#   BENCH_OPEN_LOOP        open-loop runs of lock.uncontended and kv.write at these percentages
+#                          of the system's own closed-loop ops/s, with its largest client count
+#                          [50 90]; empty for none. Latency counts from each operation's intended
+#                          start, so a stall shows (no coordinated omission)
+#   BENCH_OUT, BENCH_DATA_DIR (see bench/peers.sh), RAFTLOCK_BUILD_DIR [build-release]
 #   BENCH_NO_BUILD=1       use the binaries in the build directory as they are
+# Benchmarks measure what users build: CMAKE_BUILD_TYPE=Release, in a directory of its own so the
+# tests' build (build/, RelWithDebInfo) is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build_dir=${RAFTLOCK_BUILD_DIR:-build}
+build_dir=${RAFTLOCK_BUILD_DIR:-build-release}
 export RAFTLOCK_BUILD_DIR=$build_dir
 # shellcheck disable=SC2206  # a space-separated list, split on purpose
 systems=(${BENCH_SYSTEMS:-raftlock etcd zookeeper redis redis-nofsync})
@@ -71,7 +77,7 @@ build() {
     scripts/deps.sh
     bench/peers.sh install
     # Configure again so CMake sees libzookeeper-mt-dev if it was just installed.
-    cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
     ninja -C "$build_dir" raftlockd raftlock-bench || die "the build failed (output above)"
 }
 
@@ -117,10 +123,42 @@ run_system() {
         "$bench" --system "$driver" --endpoints "$endpoints" --scenario "$s" "$flag" "$list" \
             --duration "$duration" --warmup "$warmup" --json "$out/results.jsonl" "${label[@]}" ||
             say "$system $s: some operations failed (see 'first error' above)"
+        case "$s" in lock.uncontended | kv.write) run_open_loop "$system" "$driver" "$endpoints" \
+            "$s" "${list##*,}" "${label[@]}" ;; esac
     done
     run_failover_section "$system" "$driver" "$endpoints" "${label[@]}"
     bench/peers.sh stop "$system"
     running=""
+}
+
+# Open loop at fractions of the closed-loop throughput this system just measured with the same
+# client count (its last record in results.jsonl): how latency grows with load below saturation.
+run_open_loop() {
+    local system=$1 driver=$2 endpoints=$3 scenario=$4 clients=$5 closed pct rate
+    shift 5
+    closed=$(python3 - "$out/results.jsonl" "$system" "$scenario" "$clients" <<'PY'
+import json, sys
+path, system, scenario, clients = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+ops = 0
+for line in open(path):
+    r = json.loads(line) if line.strip() else None
+    if (r and r["system"] == system and r["scenario"] == scenario and r["clients"] == clients
+            and r["rate_per_s"] == 0 and r["errors"] == 0):
+        ops = r["ops_per_s"]
+print(f"{ops:.1f}")
+PY
+    )
+    for pct in ${BENCH_OPEN_LOOP-50 90}; do
+        rate=$(python3 -c "print(f'{$closed * $pct / 100:.1f}')")
+        if [ "$rate" = 0.0 ]; then
+            say "$system $scenario: no error-free closed-loop run with $clients clients; no open loop"
+            return
+        fi
+        "$bench" --system "$driver" --endpoints "$endpoints" --scenario "$scenario" \
+            --clients "$clients" --rate "$rate" --duration "$duration" --warmup "$warmup" \
+            --json "$out/results.jsonl" "$@" ||
+            say "$system $scenario at $pct % load: some operations failed (see above)"
+    done
 }
 
 # lock.failover and session.keepalive, when asked for: after the other scenarios, since the first

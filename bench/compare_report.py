@@ -95,8 +95,22 @@ def keepalive_table(runs):
     return lines + [""]
 
 
-def group_key(run):
-    return (run["scenario"], run["clients"])
+def load_pct(run, runs):
+    """An open-loop run's rate as a percentage of the same system's closed-loop ops/s with the
+    same scenario and clients (bench/compare.sh sets the rate that way); None when closed."""
+    if not run.get("rate_per_s"):
+        return None
+    closed = [r for r in runs if r["system"] == run["system"] and r["scenario"] == run["scenario"]
+              and r["clients"] == run["clients"] and not r.get("rate_per_s") and r["ops_per_s"]]
+    if not closed:
+        return 0
+    return round(100 * run["rate_per_s"] / closed[-1]["ops_per_s"])
+
+
+def group_key(run, runs):
+    pct = load_pct(run, runs)
+    scenario = run["scenario"] if pct is None else f"{run['scenario']} open {pct} %"
+    return (scenario, run["clients"])
 
 
 def table(runs):
@@ -115,7 +129,7 @@ def table(runs):
     groups = {}
     for r in runs:
         if r["system"] != "floor" and not special(r):
-            groups.setdefault(group_key(r), []).append(r)
+            groups.setdefault(group_key(r, runs), []).append(r)
     if not groups:
         return "\n".join(lines) + "\n"
     lines.append("| scenario | clients | system | ops/s | p50 ms | p99 ms | p99.9 ms | errors | "
@@ -140,6 +154,8 @@ def table(runs):
             acquire = r.get("more_latency_us", {}).get("acquire")
             if acquire:
                 notes.append(f"acquire p50 {fmt_ms(acquire['p50'])} ms")
+            if r.get("rate_per_s"):
+                notes.append(f"rate {r['rate_per_s']:.0f}/s, latency from intended start")
             if r["errors"]:
                 notes.append("first error: " + r["first_error"][:60].replace("|", "/"))
             lines.append(f"| {scenario} | {clients} | {r['system']} | {r['ops_per_s']:.0f} | "
@@ -157,7 +173,8 @@ def chart(runs, out_dir):
             continue
         if r["system"] not in systems:
             systems.append(r["system"])
-        g = f"{r['scenario']} x{r['clients']}"
+        scenario, clients = group_key(r, runs)
+        g = f"{scenario} x{clients}"
         if g not in groups:
             groups.append(g)
         values[(g, r["system"])] = (r["ops_per_s"], ms(r["latency_us"]["p50"]))

@@ -13,8 +13,10 @@
 #   bench/peers.sh pids SYSTEM       the process ids of its running servers, one a line
 #
 # SYSTEM:
-#   raftlock       three raftlockd (build/cli/raftlockd), Raft 7401-7403, clients 7411-7413,
-#                  admin 7421-7423; synced RocksDB writes (its only mode)
+#   raftlock       three raftlockd (build/cli/raftlockd), Raft 27401-27403, clients
+#                  27411-27413, admin 27421-27423 (ports of its own: the README cluster of
+#                  scripts/cluster.sh uses 7001-7403, so both can run at once); synced RocksDB
+#                  writes (its only mode)
 #   etcd           three etcd 3.4 members (Debian etcd-server), clients 24791-24793, peers
 #                  24801-24803; fsync on (etcd's default; --unsafe-no-fsync is not given)
 #   zookeeper      a three-server ZooKeeper 3.8 ensemble (Debian zookeeper), clients 21811-21813,
@@ -40,13 +42,13 @@
 # call, so a service someone already ran is left alone. The units stay enabled (they would start
 # again at boot); `systemctl disable etcd redis-server postgresql` if that is unwanted.
 #
-# Environment: BENCH_DATA_DIR, RAFTLOCK_BUILD_DIR (default build).
+# Environment: BENCH_DATA_DIR, RAFTLOCK_BUILD_DIR (default build-release, as bench/compare.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
 data_root=${BENCH_DATA_DIR:-/tmp/raftlock-bench}
-build_dir=${RAFTLOCK_BUILD_DIR:-build}
+build_dir=${RAFTLOCK_BUILD_DIR:-build-release}
 healthy_deadline_s=60
 stop_deadline_s=10
 nodes=(1 2 3)
@@ -175,7 +177,14 @@ wait_healthy() {
 
 # --- raftlock -------------------------------------------------------------------------------------
 
-raftlock_endpoints() { echo "127.0.0.1:7411,127.0.0.1:7412,127.0.0.1:7413"; }
+raftlock_port_base=27400
+raftlock_endpoints() {
+    local n list=()
+    for n in "${nodes[@]}"; do
+        list+=("127.0.0.1:$((raftlock_port_base + 10 + n))")
+    done
+    (IFS=,; echo "${list[*]}")
+}
 
 start_raftlock() {
     local n
@@ -190,22 +199,22 @@ start_raftlock_node() {
     local n=$1 raftlockd=$root/$build_dir/cli/raftlockd members=() m
     [ -x "$raftlockd" ] || die "$raftlockd is missing: ninja -C $build_dir raftlockd"
     for m in "${nodes[@]}"; do
-        members+=(--member "$m=127.0.0.1:$((7400 + m))")
+        members+=(--member "$m=127.0.0.1:$((raftlock_port_base + m))")
     done
     mkdir -p "$dir/node$n"
     start_process "raftlockd$n" "$dir/raftlockd$n.log" "$raftlockd" --id "$n" \
-        --cluster-id 7 "${members[@]}" --client-listen "127.0.0.1:$((7410 + n))" \
-        --admin-listen "127.0.0.1:$((7420 + n))" --data-dir "$dir/node$n"
+        --cluster-id 7 "${members[@]}" --client-listen "127.0.0.1:$((raftlock_port_base + 10 + n))" \
+        --admin-listen "127.0.0.1:$((raftlock_port_base + 20 + n))" --data-dir "$dir/node$n"
 }
 
 raftlock_node_answers() {
-    curl -sf --max-time 1 "http://127.0.0.1:$((7420 + $1))/status" | grep -q '"role"'
+    curl -sf --max-time 1 "http://127.0.0.1:$((raftlock_port_base + 20 + $1))/status" | grep -q '"role"'
 }
 
 raftlock_leader() {
     local n
     for n in "${nodes[@]}"; do
-        if curl -sf --max-time 1 "http://127.0.0.1:$((7420 + n))/status" |
+        if curl -sf --max-time 1 "http://127.0.0.1:$((raftlock_port_base + 20 + n))/status" |
             grep -q '"role":"leader"'; then
             echo "$n"
             return 0
@@ -217,7 +226,7 @@ raftlock_leader() {
 raftlock_has_leader() {
     local n
     for n in "${nodes[@]}"; do
-        curl -sf --max-time 1 "http://127.0.0.1:$((7420 + n))/status" | grep -q '"role":"leader"' &&
+        curl -sf --max-time 1 "http://127.0.0.1:$((raftlock_port_base + 20 + n))/status" | grep -q '"role":"leader"' &&
             return 0
     done
     return 1
