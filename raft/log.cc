@@ -44,21 +44,39 @@ void Unstable::stable_to(Index i, Term t) {
     if (!term || *term != t || i < offset_) {
         return;
     }
+    // Persisted entries were handed out: stable_to() follows the Ready that carried them.
+    RL_ASSERT_MSG(i < in_progress_end_, "entries persisted that no Ready carried");
     entries_.erase(entries_.begin(),
                    entries_.begin() + static_cast<std::ptrdiff_t>(i + 1 - offset_));
     offset_ = i + 1;
+    RL_ASSERT(offset_ <= in_progress_end_);
 }
 
 void Unstable::stable_snap_to(Index i) {
     if (snapshot_ && snapshot_->metadata.index == i) {
+        RL_ASSERT_MSG(snapshot_in_progress_, "a snapshot persisted that no Ready carried");
         snapshot_.reset();
+        snapshot_in_progress_ = false;
     }
 }
 
 void Unstable::restore(const Snapshot& snapshot) {
     offset_ = snapshot.metadata.index + 1;
+    in_progress_end_ = offset_;
     entries_.clear();
     snapshot_ = snapshot;
+    snapshot_in_progress_ = false;
+}
+
+std::vector<Entry> Unstable::entries_to_persist() const {
+    RL_ASSERT(offset_ <= in_progress_end_ && in_progress_end_ <= offset_ + entries_.size());
+    return std::vector<Entry>(
+        entries_.begin() + static_cast<std::ptrdiff_t>(in_progress_end_ - offset_), entries_.end());
+}
+
+void Unstable::accept_in_progress() {
+    in_progress_end_ = offset_ + entries_.size();
+    snapshot_in_progress_ = snapshot_.has_value();
 }
 
 void Unstable::truncate_and_append(std::vector<Entry>&& entries) {
@@ -70,10 +88,12 @@ void Unstable::truncate_and_append(std::vector<Entry>&& entries) {
         // Replace all unstable entries (the stable log beyond `after` is overwritten when these
         // are persisted: Ready.entries starting at or below the stored last index).
         offset_ = after;
+        in_progress_end_ = after;
         entries_.clear();
     } else {
         RL_ASSERT(after < offset_ + entries_.size());
         entries_.resize(after - offset_);
+        in_progress_end_ = std::min(in_progress_end_, after);
     }
     if (entries_.empty()) {
         entries_ = std::move(entries);
@@ -108,6 +128,7 @@ RaftLog::RaftLog(const Storage& storage,
     // A new or restarted log has committed and applied at least up to its snapshot.
     committed_ = storage.first_index() - 1;
     applied_ = committed_;
+    applying_ = committed_;
 }
 
 Index RaftLog::first_index() const {
@@ -265,6 +286,13 @@ void RaftLog::applied_to(Index i) {
     RL_ASSERT(i <= committed_);
     RL_ASSERT(i >= applied_);
     applied_ = i;
+    applying_ = std::max(applying_, i);  // a snapshot is applied without being "applying"
+}
+
+void RaftLog::accept_applying(Index i) {
+    RL_ASSERT(i <= committed_);
+    RL_ASSERT_MSG(i > applying_, "committed entries handed out twice");
+    applying_ = i;
 }
 
 void RaftLog::restore(const Snapshot& snapshot) {
@@ -281,7 +309,7 @@ Index RaftLog::last_stable_index() const {
 
 bool RaftLog::has_next_committed_entries() const {
     // Entries below the first index are in an unapplied snapshot, which is applied first.
-    const Index lo = std::max(applied_ + 1, first_index());
+    const Index lo = std::max(applying_ + 1, first_index());
     return committed_ >= lo && !unstable_.snapshot();
 }
 
@@ -289,7 +317,7 @@ std::vector<Entry> RaftLog::next_committed_entries() const {
     if (!has_next_committed_entries()) {
         return {};
     }
-    const Index lo = std::max(applied_ + 1, first_index());
+    const Index lo = std::max(applying_ + 1, first_index());
     Index hi = committed_ + 1;
     if (max_committed_entries_per_ready_ > 0) {
         hi = std::min(hi, lo + max_committed_entries_per_ready_);

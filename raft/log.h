@@ -2,7 +2,7 @@
 
 // The Raft log as the core sees it: stable entries (in Storage, read-only here) followed by an
 // unstable tail not yet persisted, plus the commit and apply positions. Modelled on etcd's
-// raftLog. Invariant: applied <= committed <= last_index().
+// raftLog. Invariant: applied <= applying <= committed <= last_index().
 
 #include <optional>
 #include <vector>
@@ -12,10 +12,12 @@
 
 namespace raftlock::raft {
 
-// Entries (and possibly a snapshot) handed to the application to persist but not yet persisted.
+// Entries (and possibly a snapshot) not yet persisted. Some of them may be in progress: handed to
+// the application in a Ready whose write has not completed (several Readies may be in flight,
+// raft/ready_loop.h); the next Ready carries only what is not in progress yet.
 class Unstable {
 public:
-    explicit Unstable(Index offset) : offset_(offset) {}
+    explicit Unstable(Index offset) : offset_(offset), in_progress_end_(offset) {}
 
     std::optional<Index> maybe_first_index() const;
     std::optional<Index> maybe_last_index() const;
@@ -25,8 +27,17 @@ public:
     void stable_to(Index i, Term t);
     void stable_snap_to(Index i);
     void restore(const Snapshot& snapshot);
-    // Appends, replacing any unstable entries at or after the first new entry's index.
+    // Appends, replacing any unstable entries at or after the first new entry's index. Replaced
+    // entries that were in progress are handed out again (their write may land, but the new
+    // entries' write comes after it and replaces them).
     void truncate_and_append(std::vector<Entry>&& entries);
+
+    // What the next Ready must persist: the entries not in progress, the snapshot if it is not.
+    std::vector<Entry> entries_to_persist() const;
+    bool has_entries_to_persist() const { return in_progress_end_ < offset_ + entries_.size(); }
+    bool has_snapshot_to_persist() const { return snapshot_.has_value() && !snapshot_in_progress_; }
+    // Everything unstable is now in progress (a Ready carrying it was handed out).
+    void accept_in_progress();
     // Entries [lo, hi); precondition: offset <= lo <= hi <= offset + size.
     void slice(Index lo, Index hi, uint64_t max_bytes, std::vector<Entry>* out) const;
 
@@ -37,7 +48,9 @@ public:
 private:
     std::optional<Snapshot> snapshot_;
     std::vector<Entry> entries_;
-    Index offset_;  // index of entries_[0]
+    Index offset_;           // index of entries_[0]
+    Index in_progress_end_;  // first index not handed out; offset_ <= it <= offset_ + size
+    bool snapshot_in_progress_ = false;
 };
 
 // Where a conflict-free position lies: used for fast log back-off (thesis §5.3).
@@ -86,6 +99,11 @@ public:
 
     void commit_to(Index i);
     void applied_to(Index i);
+    // Committed entries up to i were handed out to be applied (a Ready carrying them is in
+    // flight): the next Ready's committed entries start after them.
+    void accept_applying(Index i);
+    // Everything unstable was handed out to be persisted.
+    void accept_in_progress() { unstable_.accept_in_progress(); }
     // Marks entries up to (i, t) and the snapshot at i as persisted.
     void stable_to(Index i, Term t) { unstable_.stable_to(i, t); }
     void stable_snap_to(Index i) { unstable_.stable_snap_to(i); }
@@ -98,6 +116,7 @@ public:
 
     Index committed() const { return committed_; }
     Index applied() const { return applied_; }
+    Index applying() const { return applying_; }
     const Unstable& unstable() const { return unstable_; }
     const Storage& storage() const { return storage_; }
 
@@ -108,6 +127,7 @@ private:
     Unstable unstable_;
     Index committed_ = 0;
     Index applied_ = 0;
+    Index applying_ = 0;  // applied_ <= applying_ <= committed_
     uint64_t max_committed_size_per_ready_bytes_;
     uint64_t max_committed_entries_per_ready_;
 };

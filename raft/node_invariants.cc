@@ -8,9 +8,10 @@
 namespace raftlock::raft {
 
 void Raft::check_invariants() const {
-    // The log's positions (log.h): applied <= committed <= last, and compaction never passes
-    // the commit index.
-    RL_ASSERT_MSG(log_.applied() <= log_.committed(), "applied past the commit index");
+    // The log's positions (log.h): applied <= applying <= committed <= last, and compaction never
+    // passes the commit index.
+    RL_ASSERT_MSG(log_.applied() <= log_.applying(), "applied past what was handed out");
+    RL_ASSERT_MSG(log_.applying() <= log_.committed(), "applying past the commit index");
     RL_ASSERT_MSG(log_.committed() <= log_.last_index(), "commit index past the log");
     RL_ASSERT_MSG(log_.first_index() <= log_.committed() + 1, "compacted past the commit index");
     RL_ASSERT_MSG(log_.last_stable_index() <= log_.last_index(), "stable index past the log");

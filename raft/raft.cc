@@ -423,6 +423,13 @@ void Raft::transfer_leadership(NodeId transferee) {
     }
 }
 
+void Raft::on_ready_handed_out(Index applying) {
+    log_.accept_in_progress();
+    if (applying > 0) {
+        log_.accept_applying(applying);
+    }
+}
+
 void Raft::on_persisted(Index index, Term term, Index snapshot_index, Term hard_state_term) {
     if (hard_state_term > persisted_term_) {
         persisted_term_ = hard_state_term;

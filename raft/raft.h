@@ -42,6 +42,9 @@ public:
     void read_index(std::string context) { handle_read_index(id_, std::move(context)); }
     void transfer_leadership(NodeId transferee);
 
+    // Called by RawNode when it hands out a Ready: everything unstable is now in progress, and
+    // committed entries up to `applying` (0: none) are being applied.
+    void on_ready_handed_out(Index applying);
     // Called by RawNode when the application has persisted entries up to (index, term), a
     // snapshot at snapshot_index (0 for none) and a hard state of hard_state_term (0 for none).
     void on_persisted(Index index, Term term, Index snapshot_index, Term hard_state_term);

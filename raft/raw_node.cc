@@ -49,13 +49,12 @@ void RawNode::transfer_leadership(NodeId transferee) {
 bool RawNode::has_ready() const {
     const RaftLog& log = raft_->log();
     return raft_->soft_state() != prev_soft_state_ || raft_->hard_state() != prev_hard_state_ ||
-           !log.unstable().entries().empty() || log.unstable().snapshot().has_value() ||
+           log.unstable().has_entries_to_persist() || log.unstable().has_snapshot_to_persist() ||
            log.has_next_committed_entries() || raft_->has_output();
 }
 
 Ready RawNode::ready() {
-    RL_ASSERT_MSG(!ready_outstanding_, "ready() called again before advance()");
-    ready_outstanding_ = true;
+    readies_outstanding_++;
     raft_->flush();  // before reading the log state, so the Ready is consistent
     Ready rd;
     const SoftState soft = raft_->soft_state();
@@ -70,8 +69,8 @@ Ready RawNode::ready() {
         prev_hard_state_ = hard;
     }
     const RaftLog& log = raft_->log();
-    rd.entries = log.unstable().entries();
-    if (log.unstable().snapshot()) {
+    rd.entries = log.unstable().entries_to_persist();
+    if (log.unstable().has_snapshot_to_persist()) {
         rd.snapshot = *log.unstable().snapshot();
     }
     rd.must_sync = rd.must_sync || !rd.entries.empty() || rd.snapshot.has_value();
@@ -79,12 +78,14 @@ Ready RawNode::ready() {
     rd.read_states = raft_->take_read_states();
     rd.messages = raft_->take_messages();
     rd.early_messages = raft_->take_early_messages();
+    raft_->on_ready_handed_out(rd.committed_entries.empty() ? 0
+                                                            : rd.committed_entries.back().index);
     return rd;
 }
 
 void RawNode::advance(const Ready& rd) {
-    RL_ASSERT_MSG(ready_outstanding_, "advance() without a ready()");
-    ready_outstanding_ = false;
+    RL_ASSERT_MSG(readies_outstanding_ > 0, "advance() without a ready()");
+    readies_outstanding_--;
     const Index snapshot_index = rd.snapshot ? rd.snapshot->metadata.index : 0;
     const Index last_index = rd.entries.empty() ? 0 : rd.entries.back().index;
     const Term last_term = rd.entries.empty() ? 0 : rd.entries.back().term;

@@ -103,10 +103,14 @@ public:
     void transfer_leadership(NodeId transferee);
 
     bool has_ready() const;
+    // Several Readies may be outstanding (a pipelined application persists the next while the
+    // last is syncing): each carries only what the ones before it did not (entries, snapshot,
+    // committed entries), and their writes must complete in the order they were handed out.
     Ready ready();
-    // Acknowledges that everything in `ready` (the last one returned) was persisted, sent and
-    // applied as described above.
+    // Acknowledges that everything in `ready` was persisted, sent and applied as described above.
+    // Readies are advanced in the order ready() returned them.
     void advance(const Ready& ready);
+    size_t readies_outstanding() const { return readies_outstanding_; }
 
     NodeStatus status() const;
     NodeId id() const;
@@ -120,7 +124,7 @@ public:
 
 private:
     std::unique_ptr<Raft> raft_;
-    bool ready_outstanding_ = false;
+    size_t readies_outstanding_ = 0;
     SoftState prev_soft_state_;
     HardState prev_hard_state_;
 };

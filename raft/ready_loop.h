@@ -11,11 +11,16 @@
 //   5. advance(ready)
 //
 // Step 2 is asynchronous: the host starts the write and calls back when it is durable (a server's
-// storage thread; a simulator's seeded queue or its disk at once). Until then the node keeps
-// stepping messages and taking proposals, which all go into the next Ready, so a busy node writes
-// big batches. A Ready that only moves the commit index needs no durability before its messages
-// or applies (a restarted node learns the commit index again from the leader): its write is
-// queued behind the others and the Ready finishes at once.
+// storage thread; a simulator's seeded queue or its disk at once). The loop is pipelined: while
+// writes are in flight (up to `max_in_flight` Readies) it keeps taking Readies, so the next
+// batch's early messages (the leader's AppendEntries) leave and its write is queued while the
+// last one syncs, and the host may merge queued writes into one sync (group commit). Writes
+// complete in the order they were started, and Readies finish (steps 3 to 5) in that order: a
+// Ready's messages promise its own state and everything before it. With `max_in_flight` 1 the
+// loop waits for each write, and what arrives meanwhile goes into the next, bigger Ready.
+// A Ready that only moves the commit index needs no durability before its messages or applies
+// (a restarted node learns the commit index again from the leader): its write is queued behind
+// the others, and it finishes at once, or right after the Readies in flight before it.
 //
 // A Ready that applied entries ends the loop's turn: the next one waits for a deferred drive(),
 // behind whatever the host queued meanwhile, so a long replay or a burst of costly entries never
@@ -25,7 +30,9 @@
 // on, which is how the core simulator crashes a node at the interesting points; a server always
 // says yes.
 
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -87,17 +94,20 @@ public:
 class ReadyLoop {
 public:
     // Both must outlive the loop; a host that completes writes later must not call `done` after
-    // destroying the loop.
-    ReadyLoop(RawNode& node, ReadyHost& host) : node_(node), host_(host) {}
+    // destroying the loop. At most `max_in_flight` (>= 1) Readies wait for their writes at once.
+    ReadyLoop(RawNode& node, ReadyHost& host, size_t max_in_flight = 1);
     ReadyLoop(const ReadyLoop&) = delete;
     ReadyLoop& operator=(const ReadyLoop&) = delete;
 
-    // Handles the node's Readies until it has none, one is being persisted, or one applied
-    // entries (a deferred drive() goes on). Call it after every input to the node.
+    // Handles the node's Readies until it has none, `max_in_flight` are being persisted, or one
+    // applied entries (a deferred drive() goes on). Call it after every input to the node.
     void drive();
 
-    // A Ready's write is in flight: its messages, applies and advance() wait for it.
-    bool persisting() const { return persisting_; }
+    // Readies taken but not finished: their writes (or those of Readies before them) are in
+    // flight, and their messages, applies and advance() wait.
+    size_t in_flight() const { return in_flight_.size(); }
+    bool persisting() const { return !in_flight_.empty(); }
+    size_t max_in_flight() const { return max_in_flight_; }
     // A drive() is deferred, for the Readies after one that applied entries.
     bool drive_deferred() const { return drive_deferred_; }
     // The host stopped the loop (proceed() said no); it must not be driven again.
@@ -105,7 +115,15 @@ public:
     uint64_t readies_handled() const { return readies_handled_; }
 
 private:
-    void on_persisted(Ready& ready);
+    struct InFlight {
+        std::shared_ptr<Ready> ready;
+        bool durable = false;      // its write completed (or it needs none)
+        bool commit_only = false;  // no write of its own to wait for
+    };
+
+    // Takes the next Ready and starts its write; false when there is none to take now.
+    bool take_next();
+    void on_persisted(const Ready* ready);
     // Steps 3 to 5 of a Ready whose state is durable. Returns whether it applied anything.
     bool finish(Ready& ready);
     bool proceed(ReadyStage stage);
@@ -113,7 +131,8 @@ private:
 
     RawNode& node_;
     ReadyHost& host_;
-    bool persisting_ = false;
+    size_t max_in_flight_;
+    std::deque<InFlight> in_flight_;  // in the order taken, which is the order writes complete
     bool drive_deferred_ = false;
     bool driving_ = false;  // inside drive(): a write completed inline must not drive again
     bool stopped_ = false;

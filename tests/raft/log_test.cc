@@ -79,6 +79,9 @@ TEST_CASE("appended entries stay unstable until stable_to acknowledges them", "[
     CHECK(log.last_index() == 3);
     CHECK(log.last_stable_index() == 1);
     CHECK(log.unstable().entries() == ents(2, {1, 2}));
+    CHECK(log.unstable().entries_to_persist() == ents(2, {1, 2}));
+    log.accept_in_progress();  // a Ready carried them
+    CHECK(log.unstable().entries_to_persist().empty());
     s.append(log.unstable().entries());
     log.stable_to(2, 1);
     CHECK(log.unstable().offset() == 3);
@@ -169,7 +172,8 @@ TEST_CASE("stable_to ignores acknowledgements of entries replaced since the Read
     s.append(ents(1, {1}));
     RaftLog log(s, kNoLimit);
     log.append(ents(2, {1, 1, 1, 1}));  // unstable 2..5 of term 1
-    const std::vector<Entry> handed_out = log.unstable().entries();
+    const std::vector<Entry> handed_out = log.unstable().entries_to_persist();
+    log.accept_in_progress();
     SECTION("the tail was replaced") {
         REQUIRE(log.maybe_append(3, 1, 0, ents(4, {2})));
         CHECK(terms_of(log) == std::vector<Term>{1, 1, 1, 2});
@@ -194,6 +198,62 @@ TEST_CASE("stable_to ignores acknowledgements of entries replaced since the Read
         log.stable_to(handed_out.back().index, handed_out.back().term);
         CHECK(log.unstable().entries() == ents(6, {1}));
     }
+}
+
+TEST_CASE("a Ready carries only entries no Ready in flight carries", "[raft][log]") {
+    MemoryStorage s;
+    s.append(ents(1, {1}));
+    RaftLog log(s, kNoLimit);
+    log.append(ents(2, {1, 1}));
+    CHECK(log.unstable().entries_to_persist() == ents(2, {1, 1}));
+    log.accept_in_progress();  // Ready A: 2..3
+    log.append(ents(4, {1, 1}));
+    CHECK(log.unstable().has_entries_to_persist());
+    CHECK(log.unstable().entries_to_persist() == ents(4, {1, 1}));
+    log.accept_in_progress();  // Ready B: 4..5
+    CHECK_FALSE(log.unstable().has_entries_to_persist());
+    CHECK(log.last_stable_index() == 1);  // nothing counts as durable before its write completes
+    SECTION("writes complete in order") {
+        log.stable_to(3, 1);
+        CHECK(log.last_stable_index() == 3);
+        log.stable_to(5, 1);
+        CHECK(log.last_stable_index() == 5);
+        CHECK(log.unstable().entries().empty());
+    }
+    SECTION("a conflict replaces entries in flight: they are handed out again") {
+        REQUIRE(log.maybe_append(2, 1, 0, ents(3, {2})));  // replaces 3..5 with 3 of term 2
+        CHECK(log.unstable().entries_to_persist() == ents(3, {2}));
+        log.stable_to(3, 1);  // A's write landed, but its entry 3 was replaced
+        CHECK(log.last_stable_index() == 1);
+        log.stable_to(5, 1);  // B's entries are gone
+        CHECK(log.last_stable_index() == 1);
+        log.accept_in_progress();  // Ready C: 3 of term 2, written after A and B
+        log.stable_to(3, 2);
+        CHECK(log.last_stable_index() == 3);
+        CHECK(log.unstable().entries().empty());
+    }
+    SECTION("a conflict below every unstable entry rewinds what is in flight") {
+        REQUIRE(log.maybe_append(1, 1, 0, ents(2, {3})));
+        CHECK(log.unstable().entries_to_persist() == ents(2, {3}));
+    }
+}
+
+TEST_CASE("committed entries are handed out once, then applied", "[raft][log]") {
+    MemoryStorage s;
+    s.append(ents(1, {1, 1, 1, 1}));
+    RaftLog log(s, kNoLimit);
+    log.commit_to(2);
+    CHECK(log.next_committed_entries() == ents(1, {1, 1}));
+    log.accept_applying(2);  // Ready A carries 1..2
+    CHECK_FALSE(log.has_next_committed_entries());
+    log.commit_to(4);
+    CHECK(log.next_committed_entries() == ents(3, {1, 1}));  // Ready B: only what A did not
+    log.accept_applying(4);
+    CHECK(log.applied() == 0);
+    log.applied_to(2);
+    log.applied_to(4);
+    CHECK(log.applied() == 4);
+    CHECK(log.applying() == 4);
 }
 
 TEST_CASE("find_conflict_by_term returns the last index at or below whose term is not larger",
@@ -338,9 +398,13 @@ TEST_CASE("restoring a snapshot replaces the log and commits up to it", "[raft][
     // Nothing below the snapshot is applied from the log; nothing is durable until it is.
     CHECK_FALSE(log.has_next_committed_entries());
     CHECK(log.last_stable_index() == 0);
+    CHECK(log.unstable().has_snapshot_to_persist());
+    log.accept_in_progress();  // a Ready carried the snapshot
+    CHECK_FALSE(log.unstable().has_snapshot_to_persist());
     // Entries after the snapshot may be appended before it is persisted.
     REQUIRE(log.maybe_append(10, 3, 11, ents(11, {3})));
     CHECK(log.last_index() == 11);
+    CHECK(log.unstable().entries_to_persist() == ents(11, {3}));
     REQUIRE(s.apply_snapshot(snap));
     log.stable_snap_to(10);
     CHECK_FALSE(log.unstable().snapshot().has_value());
@@ -385,6 +449,7 @@ TEST_CASE("Unstable reports positions only for what it holds", "[raft][log]") {
     CHECK(u.maybe_term(9) == Term{2});
     CHECK(u.maybe_term(8) == std::nullopt);
     CHECK(u.offset() == 10);
+    u.accept_in_progress();
     u.stable_snap_to(8);  // not this snapshot
     CHECK(u.snapshot().has_value());
     u.stable_snap_to(9);

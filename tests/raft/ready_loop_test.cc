@@ -10,6 +10,7 @@
 
 #include "raft/conf_change.h"
 #include "raft/memory_storage.h"
+#include "raft/raft.h"
 #include "raft/text.h"
 
 namespace raftlock::raft {
@@ -253,6 +254,125 @@ TEST_CASE("a host that stops the Ready loop gets no further calls and nothing is
         CHECK(host.calls[1] == "persist entries=0 hard_state=true sync=true");
         CHECK(host.sent.empty());  // the vote requests never left
     }
+}
+
+size_t count_calls(const RecordingHost& host, const std::string& call) {
+    return static_cast<size_t>(std::count(host.calls.begin(), host.calls.end(), call));
+}
+
+TEST_CASE("a pipelined loop takes the next Ready while a write is in flight",
+          "[raft][ready_loop][pipeline]") {
+    Founder f(3);
+    RecordingHost host(f.storage, false);
+    ReadyLoop loop(*f.node, host, 3);
+    elect(f, host, loop, false);  // the term-start entry (2) is being written
+    REQUIRE(loop.in_flight() == 1);
+    // Follower 2 has entry 2 (so the leader replicates to it without probing); nothing commits:
+    // the leader's own copy is not durable yet.
+    f.node->step(
+        Message{.type = MessageType::kAppendResponse, .from = 2, .to = 1, .term = 2, .index = 2});
+    loop.drive();
+    CHECK(f.node->status().hard_state.commit == 1);
+    host.sent.clear();
+    REQUIRE(f.node->propose("x").ok());
+    loop.drive();
+    // Entry 3's Ready is taken at once: its append leaves and its write queues behind entry 2's.
+    CHECK(loop.in_flight() == 2);
+    CHECK(host.writes.size() == 2);
+    CHECK(count_calls(host, "persist entries=1 hard_state=false sync=true") == 2);
+    REQUIRE(host.sent.size() == 1);
+    CHECK(host.sent[0].type == MessageType::kAppend);
+    CHECK(host.sent[0].to == 2);
+    CHECK(host.sent[0].entries.back().index == 3);
+    // Follower 2 has both entries; the leader counts only its own completed writes, so nothing
+    // commits until entry 2's write is done, and then only entry 2.
+    f.node->step(
+        Message{.type = MessageType::kAppendResponse, .from = 2, .to = 1, .term = 2, .index = 3});
+    loop.drive();
+    CHECK(f.node->status().hard_state.commit == 1);
+    host.complete_write();
+    CHECK(f.node->status().hard_state.commit == 2);
+    // Entry 2's commit is in a Ready queued behind entry 3's write: Readies finish in order.
+    CHECK(loop.in_flight() == 2);
+    CHECK(count_calls(host, "apply 1") == 0);
+    host.complete_write();
+    CHECK(count_calls(host, "apply 1") == 1);  // entry 2; entry 3 commits on the next turn
+    CHECK(f.node->status().hard_state.commit == 3);
+    while (!host.deferred.empty()) {
+        host.run_deferred();
+    }
+    CHECK(count_calls(host, "apply 1") == 2);
+    CHECK(loop.in_flight() == 0);
+    CHECK(f.node->readies_outstanding() == 0);
+}
+
+TEST_CASE("a pipelined loop stops taking Readies at its limit", "[raft][ready_loop][pipeline]") {
+    Founder f(3);
+    RecordingHost host(f.storage, false);
+    ReadyLoop loop(*f.node, host, 2);
+    elect(f, host, loop, false);
+    REQUIRE(f.node->propose("x").ok());
+    loop.drive();
+    REQUIRE(loop.in_flight() == 2);
+    REQUIRE(f.node->propose("y").ok());
+    REQUIRE(f.node->propose("z").ok());
+    loop.drive();
+    CHECK(loop.in_flight() == 2);  // y and z wait, and go out together in one Ready
+    host.complete_write();
+    CHECK(loop.in_flight() == 2);
+    CHECK(host.calls.back() == "persist entries=2 hard_state=false sync=true");
+}
+
+TEST_CASE("a follower's pipelined writes replaced by a conflict are written again",
+          "[raft][ready_loop][pipeline]") {
+    MemoryStorage storage;
+    const Bootstrap boot = make_bootstrap(ConfState{{1, 2, 3}, {}});
+    storage.append({boot.entry});
+    storage.set_hard_state(boot.hard_state);
+    Config c;
+    c.id = 3;
+    c.applied = 1;
+    c.pre_vote = false;
+    RawNode node(c, storage);
+    RecordingHost host(storage, false);
+    ReadyLoop loop(node, host, 4);
+    // Leader 1 of term 2 appends entries 2 and 3; the follower's write is in flight.
+    node.step(Message{
+        .type = MessageType::kAppend,
+        .from = 1,
+        .to = 3,
+        .term = 2,
+        .log_term = 1,
+        .index = 1,
+        .entries = {Entry{2, 2, EntryType::kNormal, "a"}, Entry{2, 3, EntryType::kNormal, "b"}},
+        .commit = 1});
+    loop.drive();
+    REQUIRE(loop.in_flight() == 1);
+    // Leader 2 of term 3 replaces entry 3 before that write completes.
+    node.step(Message{.type = MessageType::kAppend,
+                      .from = 2,
+                      .to = 3,
+                      .term = 3,
+                      .log_term = 2,
+                      .index = 2,
+                      .entries = {Entry{3, 3, EntryType::kNormal, "c"}},
+                      .commit = 1});
+    loop.drive();
+    REQUIRE(loop.in_flight() == 2);
+    CHECK(host.calls.back() == "persist entries=1 hard_state=true sync=true");
+    // The first write lands, but its last entry (3 of term 2) was replaced: none of it counts
+    // as stable yet (entry 2 will, with the next write, which comes after it).
+    host.complete_write();
+    CHECK(node.raft().log().last_stable_index() == 1);
+    host.complete_write();
+    CHECK(node.raft().log().last_stable_index() == 3);
+    CHECK(storage.term(3).value() == 3);
+    // Each acknowledgement left only after the write it promises.
+    REQUIRE(host.sent.size() == 2);
+    CHECK(host.sent[0].type == MessageType::kAppendResponse);
+    CHECK(host.sent[0].index == 3);
+    CHECK(host.sent[1].to == 2);
+    CHECK(host.sent[1].index == 3);
 }
 
 TEST_CASE("a node with nothing to do leaves the Ready loop idle", "[raft][ready_loop]") {

@@ -73,6 +73,8 @@ NodeParams pick_node_params(Rng& rng, BreakControl control) {
     p.snapshot_every_entries = pick(rng, every);
     const uint32_t lags[] = {0, 3, 10, 30};
     p.compaction_lag_entries = pick(rng, lags);
+    const uint32_t writes_in_flight[] = {1, 2, 4, 8};
+    p.max_writes_in_flight = pick(rng, writes_in_flight);
 #ifdef RAFTLOCK_NEGATIVE_CONTROLS
     c.negative_controls.reply_vote_before_persist = control == BreakControl::kVoteBeforePersist;
     c.negative_controls.commit_earlier_terms_by_counting =

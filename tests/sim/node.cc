@@ -49,6 +49,7 @@ SimNode::SimNode(raft::NodeId id,
     : id_(id),
       params_(params),
       disk_rng_(disk_seed),
+      write_rng_(disk_seed ^ 0x9e3779b97f4a7c15ULL),
       env_(env),
       checker_(checker),
       trace_(trace),
@@ -100,7 +101,7 @@ StartResult SimNode::start(uint64_t raft_seed) {
                disk_.last_index());
     raw_ = std::make_unique<raft::RawNode>(config, disk_);
     raft::ReadyHost& host = *this;
-    loop_ = std::make_unique<raft::ReadyLoop>(*raw_, host);
+    loop_ = std::make_unique<raft::ReadyLoop>(*raw_, host, params_.max_writes_in_flight);
     checker_.observe(id_, *raw_);
     return drive() ? StartResult::kStarted : StartResult::kCrashed;
 }
@@ -109,6 +110,7 @@ void SimNode::crash(std::string_view why) {
     RL_ASSERT(up());
     loop_.reset();
     deferred_.clear();
+    queued_writes_.clear();  // never written: lost with the process
     raw_.reset();
     const storage::CrashLoss loss = disk_.crash(disk_rng_);
     app_ = SimApp(params_.lock_config);
@@ -126,7 +128,20 @@ std::optional<storage::Corruption> SimNode::corrupt_disk(Rng& rng) {
 
 bool SimNode::drive() {
     crashed_at_.reset();
-    loop_->drive();
+    if (!queued_writes_.empty()) {
+        // Half the time the disk has caught up with everything, else with a seeded prefix.
+        const size_t queued = queued_writes_.size();
+        complete_writes(write_rng_.chance(1, 2) ? queued : write_rng_.uniform(queued + 1));
+        if (write_failure_ != storage::WriteStatus::kOk && !loop_->stopped()) {
+            // A failed commit-only write: no completion stopped the loop, the node crashes here.
+            crash(fmt::format("at a failed {} ({})", failed_write_,
+                              storage::to_string(write_failure_)));
+            return false;
+        }
+    }
+    if (!loop_->stopped()) {
+        loop_->drive();
+    }
     // The Readies after one that applied entries, each on a deferred drive(): all before the
     // next input, up to a bound that only stops a runaway core (the rest waits for that input).
     for (uint32_t i = 0; i < kMaxReadiesPerInput && !deferred_.empty() && !loop_->stopped(); ++i) {
@@ -134,7 +149,8 @@ bool SimNode::drive() {
         deferred_.erase(deferred_.begin());
         next();
     }
-    RL_ASSERT(!loop_->persisting());  // the disk completes every write at once
+    // The inline disk completes every write at once.
+    RL_ASSERT(params_.max_writes_in_flight > 1 || !loop_->persisting());
     if (loop_->stopped()) {
         RL_ASSERT(crashed_at_.has_value());
         if (write_failure_ != storage::WriteStatus::kOk) {
@@ -201,7 +217,9 @@ bool SimNode::campaign() {
 }
 
 bool SimNode::maybe_snapshot() {
-    if (params_.snapshot_every_entries == 0) {
+    // A snapshot save waits for the queued writes, as the server's storage thread orders it
+    // behind them: the commit index that covers what was applied may be among them.
+    if (params_.snapshot_every_entries == 0 || !queued_writes_.empty()) {
         return true;
     }
     const raft::Index snapshot_index = disk_.initial_state().snapshot_meta.index;
@@ -245,22 +263,51 @@ void SimNode::send(std::vector<raft::Message>& messages) {
 }
 
 void SimNode::persist(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done) {
+    if (params_.max_writes_in_flight > 1) {
+        queued_writes_.push_back(
+            QueuedWrite{std::move(ready), sync, std::move(done), raw_->raft().term(), {}});
+        return;
+    }
     // After a failed write nothing more is written, and the completion's proceed() stops the loop:
     // the node crashes before any message of this Ready leaves.
-    write_ready(*ready, sync);
+    write_ready(*ready, sync, raw_->raft().term());
     done();
 }
 
 void SimNode::persist_commit(const raft::HardState& hard_state) {
+    if (!queued_writes_.empty()) {
+        // Behind the writes started before it: written first, it would be overwritten by their
+        // older hard states.
+        queued_writes_.push_back(QueuedWrite{nullptr, false, {}, 0, hard_state});
+        return;
+    }
     arm_write_fault();
     (void)write_ok(disk_.write_hard_state(hard_state), "hard state write");
+}
+
+void SimNode::complete_writes(size_t count) {
+    RL_ASSERT(count <= queued_writes_.size());
+    for (size_t i = 0; i < count && !loop_->stopped(); ++i) {
+        QueuedWrite w = std::move(queued_writes_.front());
+        queued_writes_.pop_front();
+        if (w.commit_only) {
+            arm_write_fault();
+            if (!write_ok(disk_.write_hard_state(*w.commit_only), "hard state write")) {
+                // No completion to stop the loop with: the next stage check does.
+                return;
+            }
+            continue;
+        }
+        write_ready(*w.ready, w.sync, w.term);
+        w.done();  // after a failed write, its proceed() stops the loop
+    }
 }
 
 void SimNode::defer(Callback fn) {
     deferred_.push_back(std::move(fn));
 }
 
-void SimNode::write_ready(const raft::Ready& ready, bool sync) {
+void SimNode::write_ready(const raft::Ready& ready, bool sync, raft::Term term) {
     if (ready.snapshot) {
         checker_.on_snapshot_written(id_, ready.snapshot->metadata);
         arm_write_fault();
@@ -269,7 +316,7 @@ void SimNode::write_ready(const raft::Ready& ready, bool sync) {
         }
     }
     if (!ready.entries.empty()) {
-        checker_.on_entries_written(id_, raw_->raft().term(), disk_, ready.entries);
+        checker_.on_entries_written(id_, term, disk_, ready.entries);
         arm_write_fault();
         if (!write_ok(disk_.write_entries(ready.entries), "entries write")) {
             return;

@@ -10,6 +10,7 @@
 // corrupt, refuses to start and the node stays down for good.
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,11 @@ struct NodeParams {
     uint32_t compaction_lag_entries = 0;
     // The lock state machine's configuration (equal on every node).
     statemachine::Config lock_config;
+    // Readies whose writes may be in flight at once (raft::ReadyLoop). 1: the disk writes each
+    // at once, before persist() returns. More: writes queue, as on the server's storage thread,
+    // and a seeded number of them complete, in order, before each later input; a crash loses the
+    // ones not yet written.
+    uint32_t max_writes_in_flight = 1;
 };
 
 // How a (re)start went.
@@ -126,6 +132,18 @@ private:
         raft::Index index = 0;
         std::string context;
     };
+    // A write queued for the pipelined disk: a Ready's (with its completion), or a commit-only
+    // hard state (no completion), in the order the loop started them.
+    struct QueuedWrite {
+        std::shared_ptr<const raft::Ready> ready;
+        bool sync = false;
+        Callback done;
+        raft::Term term = 0;  // the node's term when the loop handed the write out
+        std::optional<raft::HardState> commit_only;
+    };
+    // Writes the first `count` queued writes and completes them; stops at a failed one (the
+    // loop then stops and the node crashes).
+    void complete_writes(size_t count);
 
     bool drive();
     // False when the disk failed the save (the caller crashes the node).
@@ -136,13 +154,14 @@ private:
     bool write_ok(storage::WriteStatus status, std::string_view what);
     void serve_ready_reads();
     // The Ready's snapshot, entries and hard state, then the sync when `sync`.
-    void write_ready(const raft::Ready& ready, bool sync);
+    // `term`: the node's term when the loop handed the write out (the checker's overwrite rule).
+    void write_ready(const raft::Ready& ready, bool sync, raft::Term term);
 
     // raft::ReadyHost
     void on_ready(const raft::Ready& ready) override;
     void send(std::vector<raft::Message>& messages) override;
-    // Writes at once and completes before returning: the simulated disk has no latency (the
-    // server simulator's has, tests/sim/replica/).
+    // Writes at once and completes before returning (max_writes_in_flight 1), or queues the
+    // write for a later input (complete_writes).
     void persist(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done) override;
     void persist_commit(const raft::HardState& hard_state) override;
     void apply_snapshot(const raft::Snapshot& snapshot) override;
@@ -155,6 +174,7 @@ private:
     raft::NodeId id_;
     NodeParams params_;
     Rng disk_rng_;
+    Rng write_rng_;  // how many queued writes complete before an input
     NodeEnv& env_;
     Checker& checker_;
     Trace& trace_;
@@ -171,6 +191,7 @@ private:
     bool refused_ = false;
     std::optional<raft::ReadyStage> crashed_at_;
     std::vector<PendingRead> pending_reads_;
+    std::deque<QueuedWrite> queued_writes_;
     uint64_t snapshots_installed_ = 0;
 };
 
