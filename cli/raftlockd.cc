@@ -141,6 +141,11 @@ void add_gauges(Metrics& metrics, const Replica& replica) {
                       [&replica] { return static_cast<double>(replica.state().node_count()); });
     metrics.add_gauge("raftlock_client_connections", "open client connections",
                       [&replica] { return static_cast<double>(replica.connection_count()); });
+    metrics.add_counter("raftlock_storage_writes_total",
+                        "Raft batches written (batches queued behind a sync share the next one)",
+                        [&replica] { return static_cast<double>(replica.storage_writes()); });
+    metrics.add_counter("raftlock_storage_syncs_total", "synced storage writes (fdatasync)",
+                        [&replica] { return static_cast<double>(replica.storage_syncs()); });
 }
 
 // Connections closed for unread replies over --client-output-buffer-bytes-max, over the client,

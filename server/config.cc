@@ -289,6 +289,9 @@ void add_limit_fields(std::vector<Field>& out) {
     out.push_back(integer_field({"compaction-lag-entries", "compaction_lag_entries", "N",
                                  "Snapshots", "log entries kept behind a snapshot"},
                                 &ServerConfig::compaction_lag_entries, 0, kNoMax));
+    out.push_back(integer_field({"max-writes-in-flight", "max_writes_in_flight", "N", "Storage",
+                                 "Raft batches written at once (1: each waits for the last)"},
+                                &ServerConfig::max_writes_in_flight, 1, 64));
     out.push_back(integer_field(
         {"max-frame-bytes", "max_frame_bytes", "BYTES", "Limits", "largest client frame"},
         &ServerConfig::client_frame_bytes_max, 64 * 1024, kNoMax));

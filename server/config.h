@@ -83,6 +83,13 @@ struct ServerConfig {
     uint64_t snapshot_every_entries = 100000;  // --snapshot-every-entries, >= 100
     uint64_t compaction_lag_entries = 10000;   // --compaction-lag-entries: entries kept behind it
 
+    // --- storage
+    // ----------------------------------------------------------------------------------------
+    // Raft batches (Readies) whose writes may be in flight at once, 1..64: the next batch's
+    // AppendEntries leave and its write queues while the last one syncs, and queued writes share
+    // one sync (raft/ready_loop.h). 1: each batch waits for the last one's sync.
+    uint32_t max_writes_in_flight = 4;  // --max-writes-in-flight
+
     // --- limits
     // -----------------------------------------------------------------------------------------
     uint32_t client_frame_bytes_max = 4u << 20;           // --max-frame-bytes, >= 64 KiB

@@ -89,7 +89,7 @@ Replica::Replica(const ServerConfig& config,
     rc.max_committed_size_per_ready_bytes = kCommittedBytesPerReady;
     raw_ = std::make_unique<raft::RawNode>(rc, *storage_);
     raft::ReadyHost& host = *this;
-    loop_ = std::make_unique<raft::ReadyLoop>(*raw_, host);
+    loop_ = std::make_unique<raft::ReadyLoop>(*raw_, host, config.max_writes_in_flight);
     replayed_through_ = init.hard_state.commit;
     // Nonces tell this node's OpenSession entries apart from every other node's: the id in the
     // top byte, a random start below (a restarted node must not reuse its predecessor's).
@@ -179,24 +179,63 @@ void Replica::drive() {
 }
 
 void Replica::persist(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done) {
-    worker_->submit(
-        [this, ready, sync] {
-            const int64_t start_us = clock_.steady_us();
-            storage_->persist(*ready, sync);
-            if (sync) {
-                metrics_.fsync_latency.record_us(
-                    static_cast<uint64_t>(clock_.steady_us() - start_us));
-            }
-        },
-        std::move(done));
+    queue_write(std::move(ready), sync, std::move(done));
 }
 
 void Replica::persist_commit(const raft::HardState& hard_state) {
     // Queued behind any other write; applying the commit, and answering the client, does not
     // wait for a round trip through the storage thread.
-    raft::Ready commit_only;
-    commit_only.hard_state = hard_state;
-    worker_->submit([this, commit_only] { storage_->persist(commit_only, false); }, {});
+    auto commit_only = std::make_shared<raft::Ready>();
+    commit_only->hard_state = hard_state;
+    queue_write(std::move(commit_only), false, {});
+}
+
+void Replica::queue_write(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done) {
+    queue_storage_job(StorageJob{std::move(ready), sync, {}}, std::move(done));
+}
+
+void Replica::queue_storage_job(StorageJob job, Callback done) {
+    {
+        std::lock_guard<std::mutex> lock(storage_jobs_mutex_);
+        storage_jobs_.push_back(std::move(job));
+    }
+    // One worker task per job, so every `done` is posted in order, after its job; the first task
+    // to run does every job queued by then (run_storage_jobs), the later ones find theirs done.
+    worker_->submit([this] { run_storage_jobs(); }, std::move(done));
+}
+
+void Replica::run_storage_jobs() {
+    std::deque<StorageJob> jobs;
+    {
+        std::lock_guard<std::mutex> lock(storage_jobs_mutex_);
+        jobs.swap(storage_jobs_);
+    }
+    // Consecutive writes share one sync at their end (group commit across Readies: one log,
+    // synced as a whole); any other job (a snapshot save) runs in its place in the order.
+    size_t i = 0;
+    while (i < jobs.size()) {
+        if (jobs[i].other) {
+            jobs[i].other();
+            ++i;
+            continue;
+        }
+        size_t end = i;
+        bool sync = false;
+        while (end < jobs.size() && !jobs[end].other) {
+            sync = sync || jobs[end].sync;
+            ++end;
+        }
+        const int64_t start_us = clock_.steady_us();
+        for (size_t k = i; k < end; ++k) {
+            storage_->persist(*jobs[k].ready, sync && k + 1 == end);
+        }
+        storage_writes_.fetch_add(end - i, std::memory_order_relaxed);
+        if (sync) {
+            metrics_.fsync_latency.record_us(static_cast<uint64_t>(clock_.steady_us() - start_us));
+            storage_syncs_.fetch_add(1, std::memory_order_relaxed);
+        }
+        i = end;
+    }
 }
 
 void Replica::serve_reads(std::vector<raft::ReadState>& read_states) {
@@ -290,12 +329,28 @@ void Replica::maybe_snapshot() {
     const raft::ConfState conf = applied_conf_;
     snapshot_index_ = index;
     ++metrics_.snapshots_created_total;
-    worker_->submit([this, index, compact_to, conf,
-                     data] { storage_->save_snapshot(index, conf, std::move(*data), compact_to); },
-                    [index, compact_to, bytes] {
-                        spdlog::info("snapshot at index {} written ({} bytes); log compacted to {}",
-                                     index, bytes, compact_to);
-                    });
+    // In the storage jobs' order: after every write started before it (the commit index that
+    // covers `index` among them), before every write started after. A write started before it
+    // may install a newer snapshot from the leader (taken while this node's entries were still
+    // being applied): this one is obsolete then, and dropped.
+    auto saved = std::make_shared<bool>(false);
+    queue_storage_job(
+        StorageJob{nullptr, false,
+                   [this, index, compact_to, conf, data, saved] {
+                       if (storage_->initial_state().snapshot_meta.index >= index) {
+                           return;
+                       }
+                       storage_->save_snapshot(index, conf, std::move(*data), compact_to);
+                       *saved = true;
+                   }},
+        [index, compact_to, bytes, saved] {
+            if (*saved) {
+                spdlog::info("snapshot at index {} written ({} bytes); log compacted to {}", index,
+                             bytes, compact_to);
+            } else {
+                spdlog::info("snapshot at index {} dropped: a newer one was installed", index);
+            }
+        });
 }
 
 void Replica::expire_sessions() {

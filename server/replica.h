@@ -9,8 +9,9 @@
 // write on the storage thread:
 //   ready() -> send early messages -> storage thread persists (one synced batch: group commit)
 //   -> back on the loop: send messages, apply committed entries, serve reads -> advance()
-// While a write is in flight the loop keeps stepping messages and taking requests; they all go
-// into the next Ready, so a busy node writes big batches.
+// While writes are in flight the loop keeps stepping messages and taking requests; up to
+// --max-writes-in-flight Readies are handed to the storage thread at once, which writes what is
+// queued with one sync (group commit across Readies), so a busy node writes big batches.
 //
 // Request paths:
 //   writes     a Command stamped with cluster time by the leader (a follower forwards it as a
@@ -24,11 +25,13 @@
 // Threads: every public method runs on the loop thread. The storage thread runs only the jobs
 // this class gives StorageWorker.
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -144,6 +147,9 @@ public:
     bool is_leader() const { return soft_.role == raft::Role::kLeader; }
     // A Ready's synced write is on the storage thread: no Ready (and no message) until it is done.
     bool writing() const { return loop_->persisting(); }
+    // Raft batches written, and syncs: several batches queued while one synced share the next.
+    uint64_t storage_writes() const { return storage_writes_.load(std::memory_order_relaxed); }
+    uint64_t storage_syncs() const { return storage_syncs_.load(std::memory_order_relaxed); }
     uint64_t leader() const { return soft_.leader; }
     raft::Index applied_index() const { return applied_index_; }
     // A committed configuration removed this node: it has shut down and the process should exit.
@@ -225,6 +231,17 @@ private:
     void send(std::vector<raft::Message>& messages) override;
     void persist(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done) override;
     void persist_commit(const raft::HardState& hard_state) override;
+    // Jobs for the storage thread (run_storage_jobs), in order, shared with it under
+    // storage_jobs_mutex_: a Ready's write, or another job (`other`: a snapshot save).
+    struct StorageJob {
+        std::shared_ptr<const raft::Ready> ready;
+        bool sync = false;
+        std::function<void()> other;
+    };
+    void queue_write(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done);
+    void queue_storage_job(StorageJob job, Callback done);
+    // On the storage thread: runs every queued job in order; consecutive writes share a sync.
+    void run_storage_jobs();
     void serve_reads(std::vector<raft::ReadState>& read_states) override;
     void defer(Callback fn) override;
     void on_soft_state(const raft::SoftState& soft) override;
@@ -375,6 +392,12 @@ private:
     bool redis_reads_posted_ = false;
     std::vector<std::pair<ClientRef, uint64_t>> next_keepalive_forward_;
     std::map<uint64_t, KeepAliveForward> keepalive_forwards_;  // by tag
+
+    // storage_jobs_ (see StorageJob), shared with the storage thread.
+    std::mutex storage_jobs_mutex_;
+    std::deque<StorageJob> storage_jobs_;
+    std::atomic<uint64_t> storage_writes_{0};  // written by the storage thread, read by metrics
+    std::atomic<uint64_t> storage_syncs_{0};
 
     // Declared last: destroyed first, so its writes finish before the store closes.
     std::unique_ptr<StorageExecutor> worker_;

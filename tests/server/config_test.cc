@@ -256,6 +256,7 @@ TEST_CASE("--help lists every flag with its default, --version prints the versio
                                  "--request-timeout-ms MS",
                                  "--snapshot-every-entries N",
                                  "--compaction-lag-entries N",
+                                 "--max-writes-in-flight N",
                                  "--max-frame-bytes BYTES",
                                  "--max-pending-requests N",
                                  "--max-watches N",
@@ -552,7 +553,8 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
          "admin_listen, redis_listen, redis_password, pg_listen, pg_password, data_dir, "
          "tick_ms, election_timeout_ms, heartbeat_interval_ms, "
          "session_timeout_min_ms, session_timeout_max_ms, request_timeout_ms, "
-         "pg_session_timeout_ms, snapshot_every_entries, compaction_lag_entries, max_frame_bytes, "
+         "pg_session_timeout_ms, snapshot_every_entries, compaction_lag_entries, "
+         "max_writes_in_flight, max_frame_bytes, "
          "max_pending_requests, "
          "max_watches, max_connections, max_connections_per_address, "
          "client_output_buffer_bytes_max, client_message_deadline_ms, script_instructions_max, "
