@@ -130,7 +130,7 @@ build() {
     if ! ninja -C "$build_dir" -t query raftlockd >/dev/null 2>&1 ||
         ! ninja -C "$build_dir" -t query raftlock >/dev/null 2>&1; then
         say "configuring $build_dir"
-        cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
             -DRAFTLOCK_SKIP_DIRS= >/dev/null
     fi
     # Ninja rebuilds only what is stale, so this is quick when nothing changed.
