@@ -94,7 +94,8 @@ private:
 };
 
 struct Founder {
-    explicit Founder(size_t voters, uint64_t max_committed_entries_per_ready = 0) {
+    // Founding member `id` of a cluster of `voters`, as RawNode's application starts it.
+    explicit Founder(size_t voters, uint64_t max_committed_entries_per_ready = 0, NodeId id = 1) {
         ConfState conf;
         for (NodeId id = 1; id <= voters; ++id) {
             conf.voters.push_back(id);
@@ -103,7 +104,7 @@ struct Founder {
         storage.append({boot.entry});
         storage.set_hard_state(boot.hard_state);
         Config c;
-        c.id = 1;
+        c.id = id;
         c.applied = 1;
         c.pre_vote = false;
         if (max_committed_entries_per_ready > 0) {
@@ -325,15 +326,9 @@ TEST_CASE("a pipelined loop stops taking Readies at its limit", "[raft][ready_lo
 
 TEST_CASE("a follower's pipelined writes replaced by a conflict are written again",
           "[raft][ready_loop][pipeline]") {
-    MemoryStorage storage;
-    const Bootstrap boot = make_bootstrap(ConfState{{1, 2, 3}, {}});
-    storage.append({boot.entry});
-    storage.set_hard_state(boot.hard_state);
-    Config c;
-    c.id = 3;
-    c.applied = 1;
-    c.pre_vote = false;
-    RawNode node(c, storage);
+    Founder f(3, 0, 3);  // node 3, a follower
+    MemoryStorage& storage = f.storage;
+    RawNode& node = *f.node;
     RecordingHost host(storage, false);
     ReadyLoop loop(node, host, 4);
     // Leader 1 of term 2 appends entries 2 and 3; the follower's write is in flight.
