@@ -234,8 +234,15 @@ void World::closed_by_server(ConnId conn) {
         return;
     }
     ClientObserver* observer = it->second.observer;
-    conns_.erase(it);
-    agenda_.at(now_us(), [observer, conn] { observer->on_closed(conn); });
+    // The connection lives on, closing, until its client hears of the close: a client that sends
+    // before then (an event at this same time) sends into a closed socket, and nothing arrives.
+    // (Erasing it here made such a send look like one on a connection that never existed: seed
+    // 29892, a SQL client's next query.)
+    it->second.closing = true;
+    agenda_.at(now_us(), [this, observer, conn] {
+        conns_.erase(conn);
+        observer->on_closed(conn);
+    });
 }
 
 void World::pg_closed_by_server(ConnId conn) {
