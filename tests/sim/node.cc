@@ -293,7 +293,7 @@ void SimNode::complete_writes(size_t count) {
         if (w.commit_only) {
             arm_write_fault();
             if (!write_ok(disk_.write_hard_state(*w.commit_only), "hard state write")) {
-                // No completion to stop the loop with: the next stage check does.
+                // No completion stops the loop for it: drive() crashes the node.
                 return;
             }
             continue;
