@@ -63,6 +63,25 @@ uint64_t open_session(ReplicaCluster& c,
     return client.session;
 }
 
+// Takes `name` for `client` with no wait; returns the fencing token.
+uint64_t hold(ReplicaCluster& c,
+              uint64_t node,
+              net::ConnectionId conn,
+              Client& client,
+              const std::string& name) {
+    auto held = c.call(node, conn, client.acquire(name, 0));
+    REQUIRE(held.has_value());
+    REQUIRE(held->lock().outcome() == proto::LOCK_GRANTED);
+    return held->lock().token();
+}
+
+// Runs the cluster until the answer to request `id` on `conn` arrives.
+proto::Response await_response(ReplicaCluster& c, net::ConnectionId conn, uint64_t id) {
+    std::optional<proto::Response> answer;
+    REQUIRE(c.run_until([&] { return (answer = c.take_response(conn, id)).has_value(); }));
+    return *answer;
+}
+
 TEST_CASE("a write sent to a follower is forwarded, applied, and readable on every node",
           "[server][replica]") {
     ReplicaCluster c;
@@ -154,10 +173,7 @@ TEST_CASE("a release hands the lock to a waiter connected to another node",
     open_session(c, leader, 1, a);
     open_session(c, follower, 2, b);
 
-    auto held = c.call(leader, 1, a.acquire("db", 0));
-    REQUIRE(held.has_value());
-    REQUIRE(held->lock().outcome() == proto::LOCK_GRANTED);
-    const uint64_t token_a = held->lock().token();
+    const uint64_t token_a = hold(c, leader, 1, a, "db");
 
     proto::Request wait = b.acquire("db", 60000);
     const uint64_t wait_id = wait.request_id();
@@ -168,11 +184,10 @@ TEST_CASE("a release hands the lock to a waiter connected to another node",
     auto released = c.call(leader, 1, a.release("db", token_a));
     REQUIRE(released.has_value());
     CHECK(released->lock().outcome() == proto::LOCK_RELEASED);
-    std::optional<proto::Response> granted;
-    REQUIRE(c.run_until([&] { return (granted = c.take_response(2, wait_id)).has_value(); }));
-    CHECK(granted->code() == proto::OK);
-    CHECK(granted->lock().outcome() == proto::LOCK_GRANTED);
-    CHECK(granted->lock().token() > token_a);
+    const proto::Response granted = await_response(c, 2, wait_id);
+    CHECK(granted.code() == proto::OK);
+    CHECK(granted.lock().outcome() == proto::LOCK_GRANTED);
+    CHECK(granted.lock().token() > token_a);
 }
 
 TEST_CASE("a cancelled wait ends its acquire; a later acquire's grant goes to the later request",
@@ -187,9 +202,7 @@ TEST_CASE("a cancelled wait ends its acquire; a later acquire's grant goes to th
     Client b;
     open_session(c, leader, 1, a);
     open_session(c, leader, 2, b);
-    auto held = c.call(leader, 1, a.acquire("db", 0));
-    REQUIRE(held.has_value());
-    REQUIRE(held->lock().outcome() == proto::LOCK_GRANTED);
+    const uint64_t token_a = hold(c, leader, 1, a, "db");
 
     proto::Request first = b.acquire("db", 60000);
     const uint64_t first_id = first.request_id();
@@ -200,19 +213,15 @@ TEST_CASE("a cancelled wait ends its acquire; a later acquire's grant goes to th
     auto cancelled = c.call(leader, 2, cancel);
     REQUIRE(cancelled.has_value());
     CHECK(cancelled->lock().outcome() == proto::LOCK_CANCELLED);
-    std::optional<proto::Response> ended;
-    REQUIRE(c.run_until([&] { return (ended = c.take_response(2, first_id)).has_value(); }));
-    CHECK(ended->code() == proto::WAIT_TIMEOUT);
+    CHECK(await_response(c, 2, first_id).code() == proto::WAIT_TIMEOUT);
 
     proto::Request second = b.acquire("db", 60000);
     const uint64_t second_id = second.request_id();
     c.send(leader, 2, second);
     c.run_until([] { return false; }, 300);
-    auto released = c.call(leader, 1, a.release("db", held->lock().token()));
+    auto released = c.call(leader, 1, a.release("db", token_a));
     REQUIRE(released.has_value());
-    std::optional<proto::Response> granted;
-    REQUIRE(c.run_until([&] { return (granted = c.take_response(2, second_id)).has_value(); }));
-    CHECK(granted->lock().outcome() == proto::LOCK_GRANTED);
+    CHECK(await_response(c, 2, second_id).lock().outcome() == proto::LOCK_GRANTED);
     CHECK_FALSE(c.take_response(2, first_id).has_value());
 }
 
