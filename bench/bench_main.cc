@@ -13,6 +13,7 @@
 //                  [--peers SCRIPT --peer-system NAME]           lock.failover, session.keepalive
 //                  [--session-timeout-ms MS] [--failover-repeats N] [--restart-after S]
 //                  [--idle-sessions N[,N...]] [--idle-timeout-ms MS]
+//                  [--raftlock-leader-routing on|off]            raftlock's clients only
 //
 // lock.failover and session.keepalive need to reach the system's processes: --peers names
 // bench/peers.sh and --peer-system its SYSTEM argument (leader / kill-node / start-node / pids).
@@ -55,6 +56,9 @@ struct Args {
     std::string label;
     std::string hold;      // --hold NAME: lock.failover's holder process
     size_t idle_hold = 0;  // --idle-hold N: a process holding N idle sessions
+    // --raftlock-leader-routing: raftlock's clients keep their connection on the leader
+    // (ClientOptions::prefer_leader, the default) or stay on the node they reached first.
+    bool raftlock_leader_routing = true;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -163,6 +167,12 @@ Args parse(int argc, char** argv) {
                 std::chrono::milliseconds(static_cast<int64_t>(positive(flag, value, false)));
         } else if (flag == "--hold") {
             a.hold = value;
+        } else if (flag == "--raftlock-leader-routing") {
+            const std::string routing = value;
+            if (routing != "on" && routing != "off") {
+                usage_error("--raftlock-leader-routing takes on or off");
+            }
+            a.raftlock_leader_routing = routing == "on";
         } else if (flag == "--idle-hold") {
             a.idle_hold = static_cast<size_t>(positive(flag, value, false));
         } else {
@@ -227,7 +237,7 @@ std::unique_ptr<Driver> make_driver(Args& a) {
     }
     std::unique_ptr<Driver> driver;
     if (a.system == "raftlock") {
-        driver = make_raftlock_driver(endpoints);
+        driver = make_raftlock_driver(endpoints, a.raftlock_leader_routing);
     } else if (a.system == "redis") {
         driver = make_redis_driver(endpoints);
     } else if (a.system == "etcd") {

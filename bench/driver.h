@@ -106,7 +106,9 @@ public:
 };
 
 // endpoints: "host:port,host:port,..." of the system's client ports.
-std::unique_ptr<Driver> make_raftlock_driver(const std::string& endpoints);
+// leader_routing: ClientOptions::prefer_leader of every client.
+std::unique_ptr<Driver> make_raftlock_driver(const std::string& endpoints,
+                                             bool leader_routing = true);
 std::unique_ptr<Driver> make_redis_driver(const std::string& endpoints);
 std::unique_ptr<Driver> make_etcd_driver(const std::string& endpoints);
 // Empty when this build has no ZooKeeper C client (libzookeeper-mt-dev was not found).

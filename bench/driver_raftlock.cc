@@ -117,8 +117,8 @@ private:
 
 class RaftlockDriver final : public Driver {
 public:
-    explicit RaftlockDriver(std::vector<rc::Endpoint> endpoints)
-        : endpoints_(std::move(endpoints)) {}
+    RaftlockDriver(std::vector<rc::Endpoint> endpoints, bool leader_routing)
+        : endpoints_(std::move(endpoints)), leader_routing_(leader_routing) {}
 
     void set_session_timeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
 
@@ -139,6 +139,7 @@ public:
         // The seed picks the client's first endpoint, so seeds 1..N spread the clients over the
         // nodes the way lock_load does (pseudo-randomly, not round robin).
         options.seed = static_cast<uint64_t>(index) + 1;
+        options.prefer_leader = leader_routing_;
         auto session = std::make_unique<RaftlockSession>(std::move(options), timeout_);
         if (Status s = session->open(); !s.ok()) {
             return s.error();
@@ -148,17 +149,18 @@ public:
 
 private:
     std::vector<rc::Endpoint> endpoints_;
+    bool leader_routing_ = true;
     std::chrono::milliseconds timeout_ = kDefaultSessionTimeout;
 };
 
 }  // namespace
 
-std::unique_ptr<Driver> make_raftlock_driver(const std::string& endpoints) {
+std::unique_ptr<Driver> make_raftlock_driver(const std::string& endpoints, bool leader_routing) {
     auto parsed = rc::parse_endpoints(endpoints);
     if (!parsed.ok()) {
         return nullptr;
     }
-    return std::make_unique<RaftlockDriver>(std::move(*parsed));
+    return std::make_unique<RaftlockDriver>(std::move(*parsed), leader_routing);
 }
 
 }  // namespace raftlock::bench

@@ -44,6 +44,10 @@ struct ClientOptions {
     size_t pending_requests_max = 1024;
     size_t watches_max = 10000;
     uint64_t seed = 0;  // first endpoint and backoff jitter; 0 picks a random seed
+    // Keep the connection on the leader once the client knows which endpoint that is
+    // (client/leader_routing.h): a write then skips the follower's forwarding hop. Off: the
+    // client stays on the endpoint it reached, as a ZooKeeper or etcd client does.
+    bool prefer_leader = true;
 };
 
 class Client {

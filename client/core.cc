@@ -13,6 +13,7 @@
 
 #include "base/assert.h"
 #include "client/connection.h"
+#include "client/leader_routing.h"
 
 namespace raftlock::client {
 
@@ -37,6 +38,7 @@ public:
           listener_(listener),
           table_(options.pending_requests_max),
           rng_(pick_seed(options.seed)),
+          routing_(options.endpoints.size()),
           work_(asio::make_work_guard(io_)),
           deadline_timer_(io_) {
         RL_ASSERT(!options.endpoints.empty());
@@ -125,6 +127,7 @@ private:
     void on_response(proto::Response&& response);
     void on_connection_end(bool was_connected, const std::string& reason);
     void failover(const std::string& reason);
+    void follow_leader(uint64_t node_id, uint64_t leader);
     void end_round();
     void fail_unreachable();
     void healthy();
@@ -141,6 +144,7 @@ private:
     CoreListener& listener_;
     RequestTable table_;
     std::mt19937_64 rng_;
+    LeaderRouting routing_;
     asio::io_context io_;
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     std::thread thread_;
@@ -151,7 +155,8 @@ private:
     std::shared_ptr<Connection> conn_;
     uint64_t generation_ = 0;  // tells a current connection's callbacks from an old one's
     bool connected_ = false;
-    size_t cursor_ = 0;  // the endpoint to try next
+    size_t cursor_ = 0;   // the endpoint to try next
+    size_t current_ = 0;  // the endpoint of conn_
     size_t attempts_in_round_ = 0;
     size_t refusals_in_round_ = 0;
     uint32_t rounds_since_healthy_ = 0;
@@ -167,6 +172,7 @@ private:
 };
 
 void Core::Impl::connect_next() {
+    current_ = cursor_;
     const Endpoint endpoint = options_.endpoints[cursor_];
     cursor_ = (cursor_ + 1) % options_.endpoints.size();
     const uint64_t generation = ++generation_;
@@ -231,7 +237,10 @@ void Core::Impl::on_response(proto::Response&& response) {
     if (action == RetryAction::kDeliver) {
         healthy();
         auto taken = table_.take(id);
+        const uint64_t node_id = response.node_id();
+        const uint64_t leader = response.leader_hint();
         taken->done(std::move(response));
+        follow_leader(node_id, leader);
         return;
     }
     pending->last_error = Error{code, response.message()};
@@ -264,7 +273,31 @@ void Core::Impl::failover(const std::string& reason) {
     on_connection_end(true, reason);
 }
 
+// After a delivered answer: move to the leader's endpoint if the routing says so. The move is a
+// planned failover: requests on the wire go out again on the new connection, writes with their
+// seq (exactly once), and the listener registers watches and keepalives there as after any
+// reconnect. It counts as no failed attempt.
+void Core::Impl::follow_leader(uint64_t node_id, uint64_t leader) {
+    if (!options_.prefer_leader || !connected_) {
+        return;  // the answer's callback may have closed the client, or a failover began
+    }
+    const auto target = routing_.on_response(current_, node_id, leader, SteadyClock::now());
+    if (!target) {
+        return;
+    }
+    RL_ASSERT(*target != current_);
+    RL_ASSERT(conn_ != nullptr);
+    conn_->close();
+    conn_.reset();
+    connected_ = false;
+    generation_++;
+    table_.mark_all_off_wire();
+    cursor_ = *target;
+    ensure_connection();
+}
+
 void Core::Impl::on_connection_end(bool was_connected, const std::string& reason) {
+    routing_.on_connection_failed(current_, SteadyClock::now());
     conn_.reset();
     connected_ = false;
     generation_++;

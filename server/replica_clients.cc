@@ -360,13 +360,12 @@ void Replica::respond(const ClientRef& client, proto::Response& response) {
     --c->second.pending;
     response.set_request_id(client.request_id);
     response.set_applied_index(applied_index_);
+    response.set_node_id(config_.node_id);
+    response.set_leader_hint(soft_.leader);
     if (response.code() != proto::OK) {
         ++metrics_.client_errors_total;
         if (response.message().empty()) {
             response.set_message(describe(response.code()));
-        }
-        if (response.code() == proto::UNAVAILABLE) {
-            response.set_leader_hint(soft_.leader);
         }
     }
     proto::ServerMessage message;

@@ -48,6 +48,10 @@ int main(int argc, char** argv) {
     app.add_option("--session-timeout-ms", options.session_timeout_ms, "each worker's session")
         ->check(CLI::Range(1000, 600000))
         ->capture_default_str();
+    app.add_option("--leader-routing", options.leader_routing,
+                   "which clients keep their connection on the leader: on, off or mixed")
+        ->check(CLI::IsMember({"on", "off", "mixed"}))
+        ->capture_default_str();
     app.add_flag("--unfenced", options.unfenced,
                  "negative control: write without a fence and ignore safe-until");
     CLI11_PARSE(app, argc, argv);

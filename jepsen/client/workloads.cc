@@ -56,6 +56,8 @@ rc::ClientOptions client_options(const WorkloadOptions& options, uint64_t seed) 
     o.connect_timeout = 500ms;
     o.request_timeout = std::chrono::milliseconds(options.request_timeout_ms);
     o.seed = seed;
+    o.prefer_leader =
+        options.leader_routing == "on" || (options.leader_routing == "mixed" && seed % 2 == 0);
     return o;
 }
 

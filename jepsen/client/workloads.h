@@ -43,6 +43,10 @@ struct WorkloadOptions {
     // Negative control: lock holders write without a fence and ignore safe-until, as a client of
     // a lock service without fencing would. Expect the checker to find stale writes.
     bool unfenced = false;
+    // Which clients keep their connection on the leader (ClientOptions::prefer_leader): "on",
+    // "off", or "mixed" (about half, by each client's seed), so that both the direct path and
+    // the follower's forwarding path carry operations in every run.
+    std::string leader_routing = "mixed";
 };
 
 struct WorkloadTotals {
