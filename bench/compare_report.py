@@ -47,15 +47,24 @@ def cell(figures, name, digits=0):
     return "" if v is None else f"{v:.{digits}f}"
 
 
+def election(figures):
+    """When a poll of peers.sh first named a new leader, and how long since the poll before."""
+    seen = figures.get("new_leader_seen_after_kill_ms")
+    if seen is None:
+        return ""
+    return f"{seen:.0f} ({figures.get('new_leader_seen_within_ms', 0):.0f})"
+
+
 def failover_table(runs):
     holder = {r["system"]: r for r in runs if r["scenario"] == "lock.failover.holder"}
     leader = {r["system"]: r for r in runs if r["scenario"] == "lock.failover.leader"}
     if not holder and not leader:
         return []
     lines = ["| system | session timeout ms | holder killed → next grant, ms (each) | median ms | "
-             "leader killed: unavailable ms | longest gap before the kill ms | failed calls | "
+             "leader killed: unavailable ms | new leader seen after kill ms (poll interval) | "
+             "clients back after kill ms | longest gap before the kill ms | failed calls | "
              "notes |",
-             "|---|---:|---|---:|---:|---:|---:|---|"]
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     for system in list(dict.fromkeys(list(holder) + list(leader))):
         h = holder.get(system, {"figures": {}, "errors": 0, "first_error": "", "note": ""})
         lf = leader.get(system, {"figures": {}, "errors": 0, "first_error": "", "note": ""})
@@ -70,6 +79,7 @@ def failover_table(runs):
             notes.append("first failure: " + lf["first_error"][:50].replace("|", "/"))
         lines.append(f"| {system} | {cell(hf, 'session_timeout_ms')} | {takes} | "
                      f"{cell(hf, 'median_ms')} | {cell(lff, 'unavailable_ms')} | "
+                     f"{election(lff)} | {cell(lff, 'clients_back_after_kill_ms')} | "
                      f"{cell(lff, 'longest_gap_before_kill_ms')} | "
                      f"{lf['errors'] if 'unavailable_ms' in lff else ''} | {'; '.join(notes)} |")
     return lines + [""]

@@ -8,6 +8,7 @@
 #   bench/peers.sh status SYSTEM     which of its processes are alive
 #   bench/peers.sh install           install every peer package that is missing
 #   bench/peers.sh leader SYSTEM     the node number (1-3) of the current leader
+#   bench/peers.sh leader-now SYSTEM the same, asked once: exit status 1 when none leads now
 #   bench/peers.sh kill-node SYSTEM N   SIGKILL node N (its data stays)
 #   bench/peers.sh start-node SYSTEM N  start node N again on its data, wait until it answers
 #   bench/peers.sh pids SYSTEM       the process ids of its running servers, one a line
@@ -556,6 +557,10 @@ main() {
         status) cmd_status "$system" ;;
         install) all_packages ;;
         leader) cmd_leader "$system" ;;
+        leader-now)
+            cmd_endpoints "$system" >/dev/null
+            "${system}_leader" || exit 1
+            ;;
         kill-node) cmd_kill_node "$system" "${3:-}" ;;
         start-node) cmd_start_node "$system" "${3:-}" ;;
         pids) cmd_pids "$system" ;;

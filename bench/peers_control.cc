@@ -50,7 +50,15 @@ Result<Text, std::string> PeersControl::run(const std::string& command, int node
 }
 
 Result<int, std::string> PeersControl::leader() const {
-    auto r = run("leader", 0);
+    return leader_by("leader");
+}
+
+Result<int, std::string> PeersControl::leader_now() const {
+    return leader_by("leader-now");
+}
+
+Result<int, std::string> PeersControl::leader_by(const std::string& command) const {
+    auto r = run(command, 0);
     if (!r.ok()) {
         return r.error();
     }

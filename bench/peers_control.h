@@ -19,6 +19,8 @@ public:
     bool configured() const { return !script_.empty() && !system_.empty(); }
     // The node number (1..3) of the current leader; an error when none is known.
     Result<int, std::string> leader() const;
+    // The same, asked once (no waiting through an election): an error when no node leads now.
+    Result<int, std::string> leader_now() const;
     Status kill_node(int node) const;
     // Starts a killed node again and waits until it answers.
     Status start_node(int node) const;
@@ -26,6 +28,7 @@ public:
     Result<std::vector<int>, std::string> pids() const;
 
 private:
+    Result<int, std::string> leader_by(const std::string& command) const;
     // Runs `script ARG system [node]`, returns its standard output; an error on a non-zero exit.
     Result<Text, std::string> run(const std::string& command, int node) const;
 

@@ -6,6 +6,14 @@
 // the kill is reported too, as the baseline of what a gap is without a failure. Failed calls are
 // counted (a client of a system without client-side failover, such as our etcd driver that stays
 // on its member, fails until the member is back).
+//
+// The window is broken down from outside, the same way for every system: after the kill the
+// control thread asks peers.sh who leads every kLeaderPoll until another node says it does
+// (detection and election: the failure detection timeout plus the vote), and the end of the
+// window shows when the clients were back (the rest: finding the new leader, a retry, a cycle).
+// A poll runs the script, which takes its own time, so the election is known to within the
+// interval from the start of the poll before the one that saw the new leader, reported beside it;
+// the kill itself happens while `peers.sh kill-node` runs, whose duration is reported too.
 
 #include <algorithm>
 #include <memory>
@@ -27,13 +35,39 @@ using namespace std::chrono_literals;
 
 // Pause after a failed call, so a client whose node is down does not spin.
 constexpr auto kErrorPause = 10ms;
+// Between two questions to peers.sh about the leader after the kill.
+constexpr auto kLeaderPoll = 5ms;
 
 struct Control {
     int leader = 0;
-    Clock::time_point killed_at;
+    Clock::time_point killed_at;  // peers.sh kill-node was started
+    Clock::time_point kill_returned;
     Clock::time_point restarted_at;
+    int new_leader = 0;                         // 0: none named before the restart
+    Clock::time_point new_leader_seen;          // the poll that named it returned
+    Clock::duration new_leader_uncertainty{0};  // since the poll before it started
     std::string error;
 };
+
+// Asks who leads until a node other than `out.leader` does, or until `until`.
+void watch_election(const PeersControl& peers, Clock::time_point until, Control& out) {
+    // The poll before asked each node in turn while it ran: the leader it missed may have been
+    // elected at any moment since it started.
+    auto previous_start = out.killed_at;
+    while (Clock::now() < until) {
+        const auto started = Clock::now();
+        auto leader = peers.leader_now();
+        const auto returned = Clock::now();
+        if (leader.ok() && *leader != 0 && *leader != out.leader) {
+            out.new_leader = *leader;
+            out.new_leader_seen = returned;
+            out.new_leader_uncertainty = returned - previous_start;
+            return;
+        }
+        previous_start = started;
+        std::this_thread::sleep_for(kLeaderPoll);
+    }
+}
 
 void control_loop(const PeersControl& peers,
                   const Timeline& timeline,
@@ -52,7 +86,11 @@ void control_loop(const PeersControl& peers,
         out.error = "kill-node: " + s.error();
         return;
     }
-    std::this_thread::sleep_for(std::chrono::duration<double>(restart_after_s));
+    out.kill_returned = Clock::now();
+    const auto restart_at = out.killed_at + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(restart_after_s));
+    watch_election(peers, restart_at, out);
+    std::this_thread::sleep_until(restart_at);
     out.restarted_at = Clock::now();
     if (Status s = peers.start_node(out.leader); !s.ok()) {
         out.error = "start-node: " + s.error();
@@ -175,6 +213,15 @@ RunResult run_leader_crash(Driver& driver, const RunOptions& o) {
     r.figures.emplace_back("longest_gap_before_kill_ms", ms_of(gaps.before));
     r.figures.emplace_back("restarted_after_kill_ms",
                            ms_of(control.restarted_at - control.killed_at));
+    if (control.new_leader != 0) {
+        r.figures.emplace_back("new_leader_node", control.new_leader);
+        r.figures.emplace_back("new_leader_seen_after_kill_ms",
+                               ms_of(control.new_leader_seen - control.killed_at));
+        r.figures.emplace_back("new_leader_seen_within_ms", ms_of(control.new_leader_uncertainty));
+    }
+    r.figures.emplace_back("kill_node_took_ms", ms_of(control.kill_returned - control.killed_at));
+    r.figures.emplace_back("clients_back_after_kill_ms",
+                           ms_of(gaps.start + gaps.after - control.killed_at));
     r.note = "unavailable_ms = the longest gap between completed cycles ending after the kill";
     return r;
 }
