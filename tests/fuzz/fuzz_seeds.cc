@@ -3,7 +3,7 @@
 //
 //   fuzz_seeds <dir>   writes <dir>/frame_request/*, <dir>/peer_frame/*, <dir>/command/*,
 //                      <dir>/resp/*, <dir>/keyspace/*, <dir>/sql_parser/*, <dir>/sql_engine/*,
-//                      <dir>/pg_codec/*
+//                      <dir>/pg_codec/*, <dir>/zk_codec/*
 
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +18,7 @@
 #include "net/pg_codec.h"
 #include "net/raft_codec.h"
 #include "net/resp_codec.h"
+#include "net/zk_codec.h"
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
 #include "statemachine/codec.h"
@@ -390,6 +391,41 @@ std::vector<std::string> sql_engine_seeds() {
     };
 }
 
+// zk_codec_fuzz's input: a byte choosing the decoder (even: ConnectRequest), then the payload.
+std::vector<std::string> zk_codec_seeds() {
+    namespace zk = net::zk;
+    std::vector<std::string> out;
+    auto add = [&](char decoder, const std::string& framed) {
+        out.push_back(std::string(1, decoder) + framed.substr(4));
+    };
+    std::string bytes;
+    zk::encode_connect_request({0, 0, 30000, 0, std::string(zk::kPasswordBytes, '\0'), false},
+                               bytes);
+    add(0, bytes);
+    const zk::Acl open{zk::kPermAll, zk::Id{"world", "anyone"}};
+    zk::MultiRequest multi;
+    multi.ops.push_back({zk::OpCode::kCreate, zk::CreateRequest{"/m", "1", {open}, 0, 0}});
+    multi.ops.push_back({zk::OpCode::kCheck, zk::CheckVersionRequest{"/m", 0}});
+    multi.ops.push_back({zk::OpCode::kDelete, zk::DeleteRequest{"/m", -1}});
+    const std::vector<zk::Request> requests = {
+        {1, zk::OpCode::kCreate, zk::CreateRequest{"/lock/n-", "me", {open}, 3, 0}},
+        {2, zk::OpCode::kCreateTtl, zk::CreateRequest{"/t", "", {open}, 5, 1000}},
+        {3, zk::OpCode::kGetChildren2, zk::PathWatchRequest{"/lock", true}},
+        {4, zk::OpCode::kSetData, zk::SetDataRequest{"/a", "v", -1}},
+        {5, zk::OpCode::kMulti, multi},
+        {zk::kXidSetWatches, zk::OpCode::kSetWatches2,
+         zk::SetWatchesRequest{9, {"/a"}, {"/b"}, {"/c"}, {"/d"}, {"/e"}}},
+        {zk::kXidAuth, zk::OpCode::kAuth, zk::AuthRequest{0, "digest", "u:p"}},
+        {zk::kXidPing, zk::OpCode::kPing, zk::EmptyRequest{}},
+    };
+    for (const zk::Request& request : requests) {
+        bytes.clear();
+        zk::encode_request(request, bytes);
+        add(1, bytes);
+    }
+    return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -406,5 +442,6 @@ int main(int argc, char** argv) {
     write_seeds(dir / "sql_parser", sql_parser_seeds());
     write_seeds(dir / "sql_engine", sql_engine_seeds());
     write_seeds(dir / "pg_codec", pg_codec_seeds());
+    write_seeds(dir / "zk_codec", zk_codec_seeds());
     return 0;
 }
