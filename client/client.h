@@ -6,7 +6,9 @@
 // (followers forward writes, so any node serves any request). It starts at a random endpoint and
 // moves to the next one when the connection fails or the node answers UNAVAILABLE/SHUTTING_DOWN;
 // requests in flight are sent again there, writes with the same (session, seq) so they apply
-// exactly once. Watches are re-registered on the new connection.
+// exactly once. Watches are re-registered on the new connection. Once it knows which endpoint is
+// the leader's (every answer names the answering node and its leader), it moves there, so its
+// writes skip a follower's forwarding hop (ClientOptions::prefer_leader, client/leader_routing.h).
 //
 // A Client owns at most one session at a time. While it is open the client sends keepalives at a
 // third of its timeout and tracks the session's safe-until deadline (client/safe_until.h); the
