@@ -183,6 +183,9 @@ void Core::Impl::connect_next() {
     };
     handlers.on_closed = [this, generation](bool was_connected, const std::string& reason) {
         if (generation == generation_) {
+            // Only a connection that failed or broke makes the endpoint a poor move target; a
+            // node that answered UNAVAILABLE during an election may lead a moment later.
+            routing_.on_connection_failed(current_, SteadyClock::now());
             on_connection_end(was_connected, reason);
         }
     };
@@ -297,7 +300,6 @@ void Core::Impl::follow_leader(uint64_t node_id, uint64_t leader) {
 }
 
 void Core::Impl::on_connection_end(bool was_connected, const std::string& reason) {
-    routing_.on_connection_failed(current_, SteadyClock::now());
     conn_.reset();
     connected_ = false;
     generation_++;

@@ -32,7 +32,8 @@ public:
     // A response arrived on the connection to endpoint `at`, from node `node_id` (0: a server too
     // old to say), which knows `leader` (0: none). Returns the endpoint to move to, if any.
     std::optional<size_t> on_response(size_t at, uint64_t node_id, uint64_t leader, SteadyTime now);
-    // The connection to `at` could not be made, or broke.
+    // The connection to `at` could not be made, or broke (not: the node answered that it cannot
+    // serve now, which during an election says nothing about a moment later).
     void on_connection_failed(size_t at, SteadyTime now);
 
     // The node last seen behind endpoint `at`; 0 when not known.

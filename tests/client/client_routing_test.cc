@@ -1,6 +1,8 @@
 // The client moves its connection to the leader it learns from responses (client/leader_routing.h).
 
 #include <array>
+#include <atomic>
+#include <memory>
 
 #include <catch2/catch.hpp>
 
@@ -87,6 +89,41 @@ TEST_CASE("a leader the client cannot reach leaves it on a follower", "[client][
     // The unreachable endpoint is tried once (then avoided for kAvoidAfterFailure, longer than
     // this test), not once per answer.
     CHECK(followers[0].accepted() + followers[1].accepted() <= 4);
+}
+
+TEST_CASE("a node that answered UNAVAILABLE during an election is still a move target",
+          "[client][routing]") {
+    // Both nodes answer the first create UNAVAILABLE (no leader yet), then node 2 leads. The
+    // client starts on node 1, is sent on to node 2 and back by the refusals, and must still move
+    // to node 2 when node 1 names it.
+    std::array<FakeServer, 2> nodes;
+    for (uint64_t i = 0; i < nodes.size(); ++i) {
+        auto refused = std::make_shared<std::atomic<bool>>(false);
+        nodes[i].set_handler(
+            [id = i + 1, refused](FakeServer& s, uint64_t conn, const proto::Request& request) {
+                proto::Response response = FakeServer::ok_response(request);
+                response.set_node_id(id);
+                if (request.has_create() && !refused->exchange(true)) {
+                    response.Clear();
+                    response.set_request_id(request.request_id());
+                    response.set_code(proto::UNAVAILABLE);
+                    response.set_node_id(id);
+                    response.set_message("no leader");
+                } else if (refused->load()) {
+                    response.set_leader_hint(2);  // the election is over
+                }
+                s.reply(conn, response);
+            });
+    }
+    Client client(test_options(first_for_seed(1, nodes[0].endpoint(), nodes[1].endpoint())));
+    REQUIRE(client.open_session(10s).ok());
+    REQUIRE(client.create("/first", "").ok());  // refused by both, then answered by node 1
+    const size_t at_follower = creates_at(nodes[0]);
+    for (int i = 0; i < 10; ++i) {
+        REQUIRE(client.create("/x" + std::to_string(i), "").ok());
+    }
+    CHECK(creates_at(nodes[0]) == at_follower);
+    CHECK(creates_at(nodes[1]) >= 11);
 }
 
 }  // namespace raftlock::client::testing
