@@ -220,8 +220,10 @@ RunResult run_leader_crash(Driver& driver, const RunOptions& o) {
         r.figures.emplace_back("new_leader_seen_within_ms", ms_of(control.new_leader_uncertainty));
     }
     r.figures.emplace_back("kill_node_took_ms", ms_of(control.kill_returned - control.killed_at));
-    r.figures.emplace_back("clients_back_after_kill_ms",
-                           ms_of(gaps.start + gaps.after - control.killed_at));
+    if (gaps.after > Clock::duration::zero()) {
+        r.figures.emplace_back("clients_back_after_kill_ms",
+                               ms_of(gaps.start + gaps.after - control.killed_at));
+    }
     r.note = "unavailable_ms = the longest gap between completed cycles ending after the kill";
     return r;
 }
