@@ -127,6 +127,7 @@ private:
     void on_response(proto::Response&& response);
     void on_connection_end(bool was_connected, const std::string& reason);
     void failover(const std::string& reason);
+    void drop_connection();
     void follow_leader(uint64_t node_id, uint64_t leader);
     void end_round();
     void fail_unreachable();
@@ -291,20 +292,23 @@ void Core::Impl::follow_leader(uint64_t node_id, uint64_t leader) {
     RL_ASSERT(*target != current_);
     RL_ASSERT(conn_ != nullptr);
     conn_->close();
-    conn_.reset();
-    connected_ = false;
-    generation_++;
-    table_.mark_all_off_wire();
+    drop_connection();
     cursor_ = *target;
     ensure_connection();
 }
 
-void Core::Impl::on_connection_end(bool was_connected, const std::string& reason) {
+// Forgets the connection of the moment: its callbacks are ignored from now on and every request
+// it carried is to be sent again on the next one.
+void Core::Impl::drop_connection() {
     conn_.reset();
     connected_ = false;
     generation_++;
-    last_error_ = reason;
     table_.mark_all_off_wire();
+}
+
+void Core::Impl::on_connection_end(bool was_connected, const std::string& reason) {
+    drop_connection();
+    last_error_ = reason;
     attempts_in_round_++;
     if (!was_connected) {
         refusals_in_round_++;

@@ -1,16 +1,13 @@
 #include "net/frame.h"
 
 #include "base/assert.h"
+#include "net/big_endian.h"
 
 namespace raftlock::net {
 
 void append_frame(std::string& out, std::string_view payload) {
     RL_ASSERT(payload.size() <= UINT32_MAX);
-    const auto n = static_cast<uint32_t>(payload.size());
-    out.push_back(static_cast<char>(n >> 24));
-    out.push_back(static_cast<char>(n >> 16));
-    out.push_back(static_cast<char>(n >> 8));
-    out.push_back(static_cast<char>(n));
+    put_u32(static_cast<uint32_t>(payload.size()), out);
     out.append(payload);
 }
 
@@ -34,9 +31,7 @@ FrameDecoder::State FrameDecoder::next(std::string_view& payload) {
     if (available < kFrameHeaderBytes) {
         return State::kNeedMore;
     }
-    const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + consumed_);
-    const uint32_t length =
-        (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+    const uint32_t length = load_u32(buffer_, consumed_);
     if (length > frame_bytes_max_) {
         too_large_ = true;
         rejected_length_ = length;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/assert.h"
+#include "net/big_endian.h"
 
 namespace raftlock::net {
 
@@ -28,32 +29,6 @@ constexpr size_t kQuoteBytesMax = 64;
 constexpr size_t kListItemsMax = 16;
 // PostgreSQL's MIN_TIMESTAMP: 4714-11-24 BC 00:00 UTC (Julian day 0), in microseconds since 2000.
 constexpr int64_t kPgTimestampMinUs = -211'813'488'000'000'000;
-
-uint16_t load_u16(std::string_view s, size_t at) {
-    RL_ASSERT(at + 2 <= s.size());
-    return static_cast<uint16_t>(static_cast<uint8_t>(s[at]) << 8 |
-                                 static_cast<uint8_t>(s[at + 1]));
-}
-
-uint32_t load_u32(std::string_view s, size_t at) {
-    RL_ASSERT(at + 4 <= s.size());
-    return static_cast<uint32_t>(load_u16(s, at)) << 16 | load_u16(s, at + 2);
-}
-
-uint64_t load_u64(std::string_view s, size_t at) {
-    RL_ASSERT(at + 8 <= s.size());
-    return static_cast<uint64_t>(load_u32(s, at)) << 32 | load_u32(s, at + 4);
-}
-
-void put_u16(uint16_t v, std::string& out) {
-    out.push_back(static_cast<char>(v >> 8));
-    out.push_back(static_cast<char>(v & 0xff));
-}
-
-void put_u32(uint32_t v, std::string& out) {
-    put_u16(static_cast<uint16_t>(v >> 16), out);
-    put_u16(static_cast<uint16_t>(v & 0xffff), out);
-}
 
 // A type or target byte in an error: 'Q' when printable, 0x00 otherwise.
 std::string byte_text(uint8_t c) {

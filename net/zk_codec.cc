@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/assert.h"
+#include "net/big_endian.h"
 
 namespace raftlock::net::zk {
 
@@ -25,24 +26,16 @@ public:
         if (!take(4, what)) {
             return 0;
         }
-        uint32_t v = 0;
-        for (size_t i = 0; i < 4; ++i) {
-            v = (v << 8) | static_cast<uint8_t>(in_[pos_ + i]);
-        }
         pos_ += 4;
-        return static_cast<int32_t>(v);
+        return static_cast<int32_t>(load_u32(in_, pos_ - 4));
     }
 
     int64_t i64(const char* what) {
         if (!take(8, what)) {
             return 0;
         }
-        uint64_t v = 0;
-        for (size_t i = 0; i < 8; ++i) {
-            v = (v << 8) | static_cast<uint8_t>(in_[pos_ + i]);
-        }
         pos_ += 8;
-        return static_cast<int64_t>(v);
+        return static_cast<int64_t>(load_u64(in_, pos_ - 8));
     }
 
     bool boolean(const char* what) {
@@ -267,27 +260,17 @@ public:
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
 
-    // Patches the length prefix.
+    // Patches the length prefix (the frame of net/frame.h, written in place).
     ~Writer() {
         const size_t length = out_.size() - start_ - 4;
         RL_ASSERT(length <= static_cast<size_t>(INT32_MAX));
-        for (size_t i = 0; i < 4; ++i) {
-            out_[start_ + i] = static_cast<char>((length >> (24 - 8 * i)) & 0xff);
-        }
+        std::string prefix;
+        put_u32(static_cast<uint32_t>(length), prefix);
+        out_.replace(start_, 4, prefix);
     }
 
-    void i32(int32_t v) {
-        const auto u = static_cast<uint32_t>(v);
-        for (int shift = 24; shift >= 0; shift -= 8) {
-            out_.push_back(static_cast<char>((u >> shift) & 0xff));
-        }
-    }
-    void i64(int64_t v) {
-        const auto u = static_cast<uint64_t>(v);
-        for (int shift = 56; shift >= 0; shift -= 8) {
-            out_.push_back(static_cast<char>((u >> shift) & 0xff));
-        }
-    }
+    void i32(int32_t v) { put_u32(static_cast<uint32_t>(v), out_); }
+    void i64(int64_t v) { put_u64(static_cast<uint64_t>(v), out_); }
     void boolean(bool v) { out_.push_back(v ? '\1' : '\0'); }
     void bytes(std::string_view v) {
         RL_ASSERT(v.size() <= static_cast<size_t>(INT32_MAX));
@@ -623,24 +606,6 @@ void encode_request(const Request& request, std::string& out) {
     w.i32(request.xid);
     w.i32(static_cast<int32_t>(request.type));
     std::visit(RequestWriter{w, request.type}, request.body);
-}
-
-Result<std::optional<size_t>, std::string> frame_length(std::string_view input, size_t max_buffer) {
-    if (input.size() < 4) {
-        return std::optional<size_t>();
-    }
-    uint32_t length = 0;
-    for (size_t i = 0; i < 4; ++i) {
-        length = (length << 8) | static_cast<uint8_t>(input[i]);
-    }
-    if (static_cast<int32_t>(length) < 0) {
-        return fmt::format("negative message length {}", static_cast<int32_t>(length));
-    }
-    if (length > max_buffer) {
-        return fmt::format("a message of {} bytes is larger than jute.maxbuffer ({} bytes)", length,
-                           max_buffer);
-    }
-    return std::optional<size_t>(length);
 }
 
 const char* to_string(OpCode type) {

@@ -6,7 +6,9 @@
 // calls exactly the same code. Numbers and layouts follow ZooKeeper's zookeeper.jute and
 // ZooDefs/KeeperException (docs/zookeeper-mode.md).
 //
-// Framing: every message is a 4-byte big-endian length, then that many bytes. The first message
+// Framing: every message is a 4-byte big-endian length, then that many bytes: raftlock's own
+// frames, so the listener splits them with net/frame.h's FrameDecoder bounded by
+// kDefaultMaxBuffer (a negative length reads as one above the bound). The first message
 // of a connection is a ConnectRequest; every later one is a RequestHeader {xid, type} followed by
 // the record of its type. Answers are a ReplyHeader {xid, zxid, err} followed, when err is 0, by
 // the record of the request's type; watch notifications are replies with xid -1.
@@ -391,11 +393,6 @@ void encode_watch_event(
 // A client's side, for tests and tools: the inverse of the functions above.
 void encode_connect_request(const ConnectRequest& request, std::string& out);
 void encode_request(const Request& request, std::string& out);
-
-// The length prefix of the message at the front of `input`: nullopt while fewer than 4 bytes
-// have arrived; an error when it is negative or above `max_buffer`.
-Result<std::optional<size_t>, std::string> frame_length(std::string_view input,
-                                                        size_t max_buffer = kDefaultMaxBuffer);
 
 const char* to_string(OpCode type);
 

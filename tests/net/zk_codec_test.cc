@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "net/frame.h"
+
 namespace raftlock::net::zk {
 
 namespace {
@@ -326,18 +328,26 @@ TEST_CASE("a ConnectResponse and a watch event are laid out as ZooKeeper's", "[z
     CHECK(out == Bytes().i32(-1).i64(0x30).i32(0).i32(2).i32(3).str("/a").framed());
 }
 
-TEST_CASE("the frame length is read once four bytes are there, and bounded", "[zk][codec]") {
-    auto none = frame_length(std::string_view("\0\0\0", 3));
-    REQUIRE(none.ok());
-    CHECK_FALSE(none->has_value());
-    auto ok = frame_length(Bytes().i32(44).str());
-    REQUIRE(ok.ok());
-    CHECK(**ok == 44);
-    auto big = frame_length(Bytes().i32(static_cast<int32_t>(kDefaultMaxBuffer) + 1).str());
-    REQUIRE_FALSE(big.ok());
-    CHECK_THAT(big.error(), Catch::Contains("jute.maxbuffer"));
-    auto negative = frame_length(Bytes().i32(-1).str());
-    REQUIRE_FALSE(negative.ok());
+TEST_CASE("ZooKeeper messages split as raftlock frames, bounded by jute.maxbuffer", "[zk][codec]") {
+    const auto bound = static_cast<uint32_t>(kDefaultMaxBuffer);
+    std::string_view payload;
+    FrameDecoder partial(bound);
+    partial.feed(std::string_view("\0\0\0", 3));
+    CHECK(partial.next(payload) == FrameDecoder::State::kNeedMore);
+
+    FrameDecoder whole(bound);
+    whole.feed(Bytes().raw(std::string(44, 'x')).framed());
+    REQUIRE(whole.next(payload) == FrameDecoder::State::kFrame);
+    CHECK(payload.size() == 44);
+
+    FrameDecoder big(bound);
+    big.feed(Bytes().i32(static_cast<int32_t>(kDefaultMaxBuffer) + 1).str());
+    CHECK(big.next(payload) == FrameDecoder::State::kTooLarge);
+    CHECK(big.rejected_length() == kDefaultMaxBuffer + 1);
+
+    FrameDecoder negative(bound);
+    negative.feed(Bytes().i32(-1).str());
+    CHECK(negative.next(payload) == FrameDecoder::State::kTooLarge);
 }
 
 }  // namespace raftlock::net::zk
