@@ -159,6 +159,31 @@ Region reserve_region(size_t capacity) {
     return r;
 }
 
+// One region per thread kept for the next run: reserving, committing and unmapping a region for
+// every script (and faulting in its pages again) cost about a quarter of a short script's run.
+// A reused region gives the same addresses as a fresh one (the allocator starts again at offset
+// 0), so replies do not depend on which run came first; what the last run left in its pages is
+// never read (Lua initializes what it allocates). A region that grew past kCachedCommitMax is
+// unmapped rather than kept, so one large script does not hold its memory for the thread's life.
+constexpr size_t kCachedCommitMax = size_t{8} << 20;
+
+struct CachedRegion {
+    Region region;
+    size_t capacity = 0;
+    size_t committed = 0;
+
+    CachedRegion() = default;
+    CachedRegion(const CachedRegion&) = delete;
+    CachedRegion& operator=(const CachedRegion&) = delete;
+    ~CachedRegion() {
+        if (region.reservation != nullptr) {
+            munmap(region.reservation, region.reservation_bytes);
+        }
+    }
+};
+
+thread_local CachedRegion cached_region;
+
 // The arena's capacity for a memory limit: room for fragmentation (no coalescing) of up to four
 // times the limit, in whole commit steps, at most one aligned region.
 size_t arena_capacity(size_t memory_bytes_max) {
@@ -169,6 +194,17 @@ size_t arena_capacity(size_t memory_bytes_max) {
 Arena::Arena(size_t capacity_bytes) : capacity_bytes_(capacity_bytes) {
     SCRIPT_ASSERT(capacity_bytes_ >= kCommitStep && capacity_bytes_ % kCommitStep == 0);
     SCRIPT_ASSERT(capacity_bytes_ <= kRegionAlignment);
+    CachedRegion& cached = cached_region;
+    if (cached.region.reservation != nullptr && cached.capacity == capacity_bytes_) {
+        reservation_ = cached.region.reservation;
+        reservation_bytes_ = cached.region.reservation_bytes;
+        base_ = cached.region.base;
+        committed_ = cached.committed;
+        cached.region = Region{};
+        SCRIPT_ASSERT((reinterpret_cast<uintptr_t>(base_) & 0xFFFFFFFFu) == 0);
+        SCRIPT_ASSERT(committed_ <= capacity_bytes_ && committed_ % kCommitStep == 0);
+        return;
+    }
     const Region region = reserve_region(capacity_bytes_);
     if (region.reservation == nullptr) {
         // The host is out of address space (startup checks for it: check_script_memory). Failing
@@ -183,7 +219,18 @@ Arena::Arena(size_t capacity_bytes) : capacity_bytes_(capacity_bytes) {
 }
 
 Arena::~Arena() {
-    munmap(reservation_, reservation_bytes_);
+    CachedRegion& cached = cached_region;
+    if (committed_ > kCachedCommitMax) {
+        munmap(reservation_, reservation_bytes_);
+        return;
+    }
+    // The newest region replaces a cached one of another capacity (the limit changed).
+    if (cached.region.reservation != nullptr) {
+        munmap(cached.region.reservation, cached.region.reservation_bytes);
+    }
+    cached.region = Region{reservation_, reservation_bytes_, base_};
+    cached.capacity = capacity_bytes_;
+    cached.committed = committed_;
 }
 
 size_t Arena::class_of(size_t bytes) {

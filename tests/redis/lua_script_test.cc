@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -552,6 +553,30 @@ TEST_CASE("pairs walks table-keyed tables in the same order on every run", "[lua
     CHECK(eval(kTableKeyedOrder) == first);
     noise.clear();
     CHECK(eval(kTableKeyedOrder) == first);
+}
+
+// Each thread keeps its last region for the next run (lua_script.cc, CachedRegion). A kept region
+// must give the same addresses as a fresh one whatever ran in it before: a script that grew the
+// region past what is kept, a run under another memory limit, or no run at all (a new thread).
+TEST_CASE("a reused arena gives the same addresses as a fresh one", "[lua]") {
+    const Value first = eval(kTableKeyedOrder);
+    REQUIRE(first.items.size() == 300);
+    CHECK(eval(kTableKeyedOrder) == first);  // in the region the first run left
+    // About 16 MiB of strings live at once: more than a region keeps when its run ends.
+    const Value big = eval(
+        "local parts = {} for i = 1, 16 do parts[i] = string.rep(tostring(i), 1048576) end "
+        "return #parts");
+    REQUIRE(big.kind == Value::Kind::kInteger);
+    CHECK(eval(kTableKeyedOrder) == first);  // in a fresh region
+    CHECK(eval(kTableKeyedOrder) == first);
+    ScriptLimits smaller;
+    smaller.memory_bytes_max = 8u << 20;
+    CHECK(eval(kTableKeyedOrder, {}, {}, smaller) == first);
+    CHECK(eval(kTableKeyedOrder, {}, {}, smaller) == first);
+    CHECK(eval(kTableKeyedOrder) == first);
+    Value on_new_thread;
+    std::thread([&] { on_new_thread = eval(kTableKeyedOrder); }).join();
+    CHECK(on_new_thread == first);
 }
 
 // Issue 16, row 10: the arena reserved 4 GiB more than it uses, so under `ulimit -v` below about
