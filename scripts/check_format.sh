@@ -8,16 +8,21 @@ if [ "${1:-}" = --fix ]; then
     clang-format -i "${files[@]}"
     exit 0
 fi
-bad=()
+# One clang-format process for every file: it checks them all and names each that differs in its
+# diagnostics ("path:line:col: error: code should be clang-formatted"). A process per file took
+# 75 s of CI's test time, almost all of it clang-format starting up.
+existing=()
 for f in "${files[@]}"; do
-    [ -f "$f" ] || continue
-    if ! clang-format --dry-run --Werror "$f" >/dev/null 2>&1; then
-        bad+=("$f")
-    fi
+    [ -f "$f" ] && existing+=("$f")
 done
-if [ ${#bad[@]} -gt 0 ]; then
+if ! report=$(clang-format --dry-run --Werror "${existing[@]}" 2>&1); then
+    mapfile -t bad < <(printf '%s\n' "$report" | sed -n 's/^\([^: ]*\):[0-9]*:[0-9]*: error: .*/\1/p' | sort -u)
+    if [ ${#bad[@]} -eq 0 ]; then  # clang-format failed without naming a file
+        printf '%s\n' "$report" >&2
+        exit 1
+    fi
     echo "format check: these files are not clang-formatted (run scripts/check_format.sh --fix):" >&2
     printf '  %s\n' "${bad[@]}" >&2
     exit 1
 fi
-echo "format check: ${#files[@]} files clean"
+echo "format check: ${#existing[@]} files clean"

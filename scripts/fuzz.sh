@@ -6,8 +6,15 @@
 #   scripts/fuzz.sh                                  every target 15 s, the client decoder 60 s
 #   RAFTLOCK_FUZZ_SECONDS=300 scripts/fuzz.sh        every target 300 s
 #   RAFTLOCK_FUZZ_FRAME_SECONDS=600 scripts/fuzz.sh  the client decoder longer
+#   scripts/fuzz.sh build | run                      only build the targets, or only run them
+#                                                    (scripts/test.sh builds while tests run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+step=${1:-all}
+case $step in
+    all | build | run) ;;
+    *) echo "usage: scripts/fuzz.sh [build|run]" >&2; exit 2 ;;
+esac
 
 seconds=${RAFTLOCK_FUZZ_SECONDS:-15}
 # The decoder of bytes from any client on the network gets the longest run (issue 5: 60 s in CI).
@@ -18,18 +25,22 @@ targets=(frame_request_fuzz peer_frame_fuzz command_fuzz resp_fuzz keyspace_fuzz
 # The whole tree is instrumented for coverage and ASan/UBSan, so the fuzzer sees into the libraries;
 # the fuzz targets themselves add the libFuzzer main (tests/fuzz/CMakeLists.txt).
 instrument="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-echo "== configure $dir"
-CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DRAFTLOCK_FUZZ=ON \
-    -DRAFTLOCK_SKIP_DIRS="storage;jepsen;bench;sim;server;client;cli;integration" \
-    -DCMAKE_CXX_FLAGS="$instrument" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-echo "== build ${targets[*]}"
-cmake --build "$dir" --target "${targets[@]}" fuzz_seeds
-
 seeds=$dir/fuzz-seeds
-rm -rf "$seeds"
-"$dir/tests/fuzz/fuzz_seeds" "$seeds"
+if [ "$step" != run ]; then
+    echo "== configure $dir"
+    CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DRAFTLOCK_FUZZ=ON \
+        -DRAFTLOCK_SKIP_DIRS="storage;jepsen;bench;sim;server;client;cli;integration" \
+        -DCMAKE_CXX_FLAGS="$instrument" \
+        -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+    echo "== build ${targets[*]}"
+    cmake --build "$dir" --target "${targets[@]}" fuzz_seeds
+    rm -rf "$seeds"
+    "$dir/tests/fuzz/fuzz_seeds" "$seeds"
+fi
+if [ "$step" = build ]; then
+    exit 0
+fi
 
 failed=()
 for target in "${targets[@]}"; do
