@@ -178,7 +178,12 @@ private:
         int64_t submitted_us = 0;
         int64_t deadline_ms = 0;
         uint64_t forward_tag = 0;  // the latest ForwardWrite of it, 0 when proposed locally
+        int attempt = 1;           // an AttachSession refused for a low first seq is retried
     };
+    // How many times an attach is proposed before its client hears RESULT_DISCARDED: each retry
+    // is chosen after applying the write that beat the last, so only a session written to
+    // elsewhere all the while needs more than two.
+    static constexpr int kAttachAttemptsMax = 5;
     struct Waiting {
         net::ConnectionId conn = 0;
         uint64_t request_id = 0;
@@ -266,6 +271,9 @@ private:
 
     // replica_clients.cc: client requests.
     void submit_write(net::ConnectionId conn, proto::Request& request);
+    // An attach_session request: proposes AttachSession with a first seq above what the session
+    // used as far as this node has applied; retried (attempt) when another write raced it.
+    void submit_attach(net::ConnectionId conn, uint64_t request_id, uint64_t session, int attempt);
     void drop_pending_writes(net::ConnectionId conn);
     void route_write(const WriteKey& key, PendingWrite& pending);
     // Queues a write for the leader (proposed here or forwarded) to be answered to

@@ -205,6 +205,15 @@ void Replica::answer_write(const sm::Command& command, const sm::ApplyResult& re
     if (result.response.session != sm::kNoSession) {
         note_session(pending.conn, result.response.session);
     }
+    if (const auto* attach = std::get_if<sm::AttachSession>(&command.op);
+        attach && result.response.code == sm::ErrorCode::kResultDiscarded &&
+        pending.attempt < kAttachAttemptsMax) {
+        // Another write of the session applied first (this node had not applied it when it chose
+        // the first seq): it has now, so the next choice is above it.
+        submit_attach(pending.conn, pending.request_id, attach->session, pending.attempt + 1);
+        schedule_flush();
+        return;
+    }
     if (const auto* acquire = std::get_if<sm::Acquire>(&command.op);
         acquire && result.response.code == sm::ErrorCode::kOk &&
         result.response.lock == sm::LockOutcome::kQueued) {

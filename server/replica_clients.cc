@@ -118,6 +118,16 @@ void Replica::on_client_request(net::ConnectionId id, proto::Request&& request) 
 
 void Replica::submit_write(net::ConnectionId conn, proto::Request& request) {
     const ClientRef client{conn, request.request_id()};
+    if (request.has_attach_session()) {
+        if (request.session_id() == 0 || request.seq() != 0 || request.ack_seq() != 0 ||
+            request.has_fence()) {
+            respond_error(client, proto::BAD_ARGUMENTS,
+                          "attach_session needs session_id, and no seq, ack_seq or fence");
+            return;
+        }
+        submit_attach(conn, request.request_id(), request.session_id(), 1);
+        return;
+    }
     Result<sm::Command, std::string> command = to_command(request, next_nonce_++);
     if (!command.ok()) {
         respond_error(client, proto::BAD_ARGUMENTS, command.error());
@@ -141,6 +151,32 @@ void Replica::submit_write(net::ConnectionId conn, proto::Request& request) {
                               now_us,
                               now_us / 1000 + config_.request_timeout_ms,
                               0};
+    route_write(key, it->second);
+}
+
+void Replica::submit_attach(net::ConnectionId conn,
+                            uint64_t request_id,
+                            uint64_t session,
+                            int attempt) {
+    RL_ASSERT(session != sm::kNoSession && attempt >= 1);
+    // A lagging replica may know fewer of the session's writes than the leader applies before
+    // this entry: the entry is then refused, and retried from what this node has applied by then.
+    const uint64_t highest = sm_.highest_seq_used(session).value_or(0);
+    RL_ASSERT(highest < UINT64_MAX - 2 * sm::kAttachSeqGap);  // seqs are far below that
+    proto::Request request;
+    request.set_request_id(request_id);
+    request.set_session_id(session);
+    request.mutable_attach_session();
+    Result<sm::Command, std::string> command =
+        attach_command(request, next_nonce_++, highest + sm::kAttachSeqGap + 1);
+    RL_ASSERT(command.ok());  // every field was checked or chosen here
+    note_session(conn, session);
+    const WriteKey key{sm::kNoSession, command->seq};
+    const int64_t now_us = clock_.steady_us();
+    auto [it, inserted] = pending_writes_.try_emplace(
+        key, PendingWrite{conn, request_id, std::move(command).value(), now_us,
+                          now_us / 1000 + config_.request_timeout_ms, 0, attempt});
+    RL_ASSERT(inserted);  // nonces are unique
     route_write(key, it->second);
 }
 

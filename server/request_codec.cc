@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "base/assert.h"
 #include "statemachine/codec.h"
 #include "statemachine/text.h"
 
@@ -14,6 +15,7 @@ RequestKind kind_of(const proto::Request& request) {
     switch (request.body_case()) {
         case B::kOpenSession:
         case B::kCloseSession:
+        case B::kAttachSession:
         case B::kCreate:
         case B::kDelete:
         case B::kSetData:
@@ -170,6 +172,23 @@ Result<sm::Command, std::string> to_command(const proto::Request& request, uint6
     return c;
 }
 
+Result<sm::Command, std::string> attach_command(const proto::Request& request,
+                                                uint64_t nonce,
+                                                uint64_t first_seq) {
+    RL_ASSERT(request.has_attach_session());
+    if (request.session_id() == 0 || request.seq() != 0 || request.ack_seq() != 0 ||
+        request.has_fence()) {
+        return std::string("attach_session needs session_id, and no seq, ack_seq or fence");
+    }
+    sm::Command c;
+    c.seq = nonce;
+    c.op = sm::AttachSession{request.session_id(), first_seq};
+    if (sm::validate_command(c) != sm::ErrorCode::kOk) {
+        return fmt::format("invalid arguments: {}", sm::to_string(c));
+    }
+    return c;
+}
+
 proto::Code to_proto(sm::ErrorCode code) {
     // The numbers are the same by construction (client.proto); checked in request_codec_test.
     return static_cast<proto::Code>(static_cast<int>(code));
@@ -231,6 +250,8 @@ void fill_write_response(const sm::Command& command,
     if (const auto* open = std::get_if<sm::OpenSession>(&command.op)) {
         out.mutable_open_session()->set_session_id(response.session);
         out.mutable_open_session()->set_timeout_ms(open->timeout_ms);
+    } else if (const auto* attach = std::get_if<sm::AttachSession>(&command.op)) {
+        out.mutable_attach_session()->set_first_seq(attach->first_seq);
     } else if (std::holds_alternative<sm::Create>(command.op) ||
                std::holds_alternative<sm::SetData>(command.op)) {
         out.mutable_node()->set_path(response.path);

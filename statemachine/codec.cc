@@ -103,7 +103,7 @@ bool valid_redis(const RedisCommand& op) {
 bool needs_session(const Op& op) {
     return !std::holds_alternative<OpenSession>(op) && !std::holds_alternative<ExpireSession>(op) &&
            !std::holds_alternative<Noop>(op) && !std::holds_alternative<RedisCommand>(op) &&
-           !std::holds_alternative<SqlCancel>(op);
+           !std::holds_alternative<SqlCancel>(op) && !std::holds_alternative<AttachSession>(op);
 }
 
 bool valid_op(const Op& op) {
@@ -143,6 +143,8 @@ bool valid_op(const Op& op) {
                 return sql::valid_request(o.request);
             } else if constexpr (std::is_same_v<T, SqlCancel>) {
                 return o.session != kNoSession;
+            } else if constexpr (std::is_same_v<T, AttachSession>) {
+                return o.session != kNoSession && o.first_seq > kAttachSeqGap;
             } else {
                 return true;  // KeepAlive, CloseSession, Noop carry no fields
             }
@@ -198,9 +200,10 @@ ErrorCode validate_command(const Command& c) {
             return ErrorCode::kBadArguments;  // the keyspace's at-most-once needs it
         }
     } else if (c.seq != 0 && !std::holds_alternative<OpenSession>(c.op) &&
-               !std::holds_alternative<SqlCancel>(c.op)) {
-        // An OpenSession's (or SqlCancel's) seq is the proposing server's nonce, echoed in
-        // ApplyResult::seq so the server can match the entry to its request; it is never
+               !std::holds_alternative<SqlCancel>(c.op) &&
+               !std::holds_alternative<AttachSession>(c.op)) {
+        // An OpenSession's (or SqlCancel's, AttachSession's) seq is the proposing server's nonce,
+        // echoed in ApplyResult::seq so the server can match the entry to its request; it is never
         // deduplicated.
         return ErrorCode::kBadArguments;
     }
@@ -290,6 +293,10 @@ void write_op_fields(Writer& w, const SqlStatement& o) {
 }
 void write_op_fields(Writer& w, const SqlCancel& o) {
     w.varint(o.session);
+}
+void write_op_fields(Writer& w, const AttachSession& o) {
+    w.varint(o.session);
+    w.varint(o.first_seq);
 }
 
 int32_t read_version(Reader& r) {
@@ -515,6 +522,12 @@ Op read_op(Reader& r, uint8_t tag) {
             return read_sql(r, BudgetField::kPresent);
         case OpTag::kSqlCancel:
             return SqlCancel{r.varint()};
+        case OpTag::kAttachSession: {
+            AttachSession o;
+            o.session = r.varint();
+            o.first_seq = r.varint();
+            return o;
+        }
     }
     r.fail();  // not a tag of this version
     return Noop{};

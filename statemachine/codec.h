@@ -49,6 +49,7 @@ enum class OpTag : uint8_t {
     kRelease = 11,
     kCancel = 12,
     kAcquireMany = 13,
+    kAttachSession = 14,
     kRedisCommand = 32,
     kSqlStatement = 48,
     kSqlCancel = 49,
@@ -88,6 +89,8 @@ constexpr OpTag op_tag() {
         return OpTag::kRedisCommand;
     } else if constexpr (std::is_same_v<T, SqlStatement>) {
         return OpTag::kSqlStatement;
+    } else if constexpr (std::is_same_v<T, AttachSession>) {
+        return OpTag::kAttachSession;
     } else {
         static_assert(std::is_same_v<T, SqlCancel>, "an op needs a tag of its own in OpTag");
         return OpTag::kSqlCancel;
@@ -125,11 +128,12 @@ static_assert(static_cast<uint8_t>(OpTag::kAcquireMany) == 13);
 static_assert(static_cast<uint8_t>(OpTag::kRedisCommand) == 32);
 static_assert(static_cast<uint8_t>(OpTag::kSqlStatement) == 48);
 static_assert(static_cast<uint8_t>(OpTag::kSqlCancel) == 49);
+static_assert(static_cast<uint8_t>(OpTag::kAttachSession) == 14);
 static_assert(static_cast<uint8_t>(MultiOpTag::kCreate) == 1);
 static_assert(static_cast<uint8_t>(MultiOpTag::kDelete) == 2);
 static_assert(static_cast<uint8_t>(MultiOpTag::kSetData) == 3);
 static_assert(static_cast<uint8_t>(MultiOpTag::kCheck) == 4);
-static_assert(std::variant_size_v<Op> == 16,
+static_assert(std::variant_size_v<Op> == 17,
               "a new op needs a tag (op_tag) and a reader (read_op)");
 
 // kOk when `command` obeys every documented range (command.h); else kBadArguments. Checks what does

@@ -151,6 +151,20 @@ struct SqlCancel {
     friend bool operator==(const SqlCancel&, const SqlCancel&) = default;
 };
 
+// A client connection takes over a session another connection (of any node) used: the session's
+// later writes number from `first_seq`, and every write of the session numbered below it that has
+// not applied yet is refused (kResultDiscarded) when it does, as ZooKeeper refuses the requests of
+// a connection whose session moved. Accepted only when `first_seq` exceeds every seq the session
+// used (its saved replies and its discarded prefix) by more than kAttachSeqGap: the writes an
+// earlier connection may still have in flight number below that. A refused attach changes nothing,
+// so a copy applied twice (a resubmission) is refused the second time and harms no one. Sent with
+// client_id = kNoSession and, like OpenSession, seq = the proposing server's nonce.
+struct AttachSession {
+    SessionId session = kNoSession;
+    uint64_t first_seq = 0;
+    friend bool operator==(const AttachSession&, const AttachSession&) = default;
+};
+
 using Op = std::variant<OpenSession,
                         KeepAlive,
                         CloseSession,
@@ -166,7 +180,8 @@ using Op = std::variant<OpenSession,
                         AcquireMany,
                         RedisCommand,
                         SqlStatement,
-                        SqlCancel>;
+                        SqlCancel,
+                        AttachSession>;
 
 // A fenced write (the protected-resource side of fencing): the request is rejected with
 // kFenceRejected unless `token` is the token of a current holder of `lock`.

@@ -116,6 +116,14 @@ std::optional<TimeMs> StateMachine::next_timer_ms() const {
     return next;
 }
 
+std::optional<uint64_t> StateMachine::highest_seq_used(SessionId id) const {
+    auto s = sessions_.find(id);
+    if (s == sessions_.end()) {
+        return std::nullopt;
+    }
+    return highest_seq_used(s->second);
+}
+
 std::optional<Response> StateMachine::saved_response(SessionId id, uint64_t seq) const {
     auto s = sessions_.find(id);
     if (s == sessions_.end()) {

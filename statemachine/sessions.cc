@@ -1,5 +1,7 @@
 // Sessions: open, close, expiry, and the saved replies of exactly-once requests.
 
+#include <algorithm>
+
 #include "base/assert.h"
 #include "statemachine/state_machine.h"
 
@@ -25,6 +27,34 @@ Response StateMachine::open_session(const OpenSession& op, Index zxid) {
     RL_ASSERT(sessions_.size() <= config_.sessions_max);
     response.session = zxid;
     return response;
+}
+
+Response StateMachine::attach_session(const AttachSession& op) {
+    Response response;
+    auto it = sessions_.find(op.session);
+    if (it == sessions_.end()) {
+        response.code = ErrorCode::kSessionExpired;
+        return response;
+    }
+    Session& session = it->second;
+    const uint64_t highest = highest_seq_used(session);
+    // Also what makes a second copy of the same attach harmless: by the time it applies, the
+    // first has raised the discarded prefix to first_seq - 1, so it is refused here.
+    if (op.first_seq <= highest || op.first_seq - highest <= kAttachSeqGap) {
+        response.code = ErrorCode::kResultDiscarded;
+        return response;
+    }
+    // Every earlier write of the session is refused from now on, applied or not (its saved reply
+    // goes too: the connection that could retry it is gone).
+    discard_acknowledged(session, op.first_seq - 1);
+    RL_ASSERT(session.saved.empty());
+    RL_ASSERT(session.discarded_through_seq == op.first_seq - 1);
+    return response;
+}
+
+uint64_t StateMachine::highest_seq_used(const Session& session) {
+    const uint64_t saved = session.saved.empty() ? 0 : session.saved.rbegin()->first;
+    return std::max(saved, session.discarded_through_seq);
 }
 
 void StateMachine::end_session(SessionId id, SessionEnd reason, Index zxid, ApplyResult& out) {

@@ -179,6 +179,8 @@ Response StateMachine::dispatch(SessionId session,
                 sql::EngineEvents events;
                 sql_.cancel(op.session, now_ms_, events);
                 finish_sql(events, out);
+            } else if constexpr (std::is_same_v<T, AttachSession>) {
+                return attach_session(op);
             } else {
                 static_assert(std::is_same_v<T, RedisCommand>);
                 if (!keyspace_.admit(op.origin, command.seq, zxid)) {

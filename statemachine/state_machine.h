@@ -113,6 +113,10 @@ public:
     // Names of locks starting with `prefix`, in order, at most `limit_max` of them.
     std::vector<std::string> list_locks(std::string_view prefix, size_t limit_max) const;
     std::optional<SessionInfo> session(SessionId id) const;
+    // The highest seq `session` used as far as this replica knows (its newest saved reply, or its
+    // discarded prefix): an AttachSession must name a first seq more than kAttachSeqGap above it.
+    // Nullopt for no such session.
+    std::optional<uint64_t> highest_seq_used(SessionId id) const;
     // The saved reply to request `seq` of `session`, if still saved (exactly-once).
     std::optional<Response> saved_response(SessionId id, uint64_t seq) const;
     // A read-only Redis command (redis::Route::kRead) at the current cluster time.
@@ -226,6 +230,8 @@ private:
 
     // sessions.cc
     Response open_session(const OpenSession& op, Index zxid);
+    Response attach_session(const AttachSession& op);
+    static uint64_t highest_seq_used(const Session& session);
     void end_session(SessionId id, SessionEnd reason, Index zxid, ApplyResult& out);
     static void discard_acknowledged(Session& session, uint64_t ack_seq);
     static void save_result(Session& session, uint64_t seq, const Response& response);

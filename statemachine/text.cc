@@ -168,6 +168,8 @@ std::string op_text(const Op& op) {
                 return fmt::format("sql \"{}\" params={} lock_timeout={} rows_max={}",
                                    o.request.text.substr(0, 60), o.request.params.size(),
                                    o.request.lock_timeout_ms, o.request.rows_max);
+            } else if constexpr (std::is_same_v<T, AttachSession>) {
+                return fmt::format("attach s{} first_seq={}", o.session, o.first_seq);
             } else {
                 static_assert(std::is_same_v<T, SqlCancel>);
                 return fmt::format("sql_cancel s{}", o.session);

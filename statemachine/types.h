@@ -103,6 +103,10 @@ inline constexpr size_t kPathDepthMax = 256;
 inline constexpr uint32_t kSemaphorePermitsMax = 1 << 20;
 inline constexpr size_t kWaitersPerLockMax = 10000;
 inline constexpr size_t kSavedResultsPerSessionMax = 64;
+// AttachSession: how far above every seq a session used a new connection's first seq must be. A
+// connection keeps fewer writes than this in flight (a ZooKeeper connection at most its
+// pipeline), so none of an earlier connection's unapplied writes can share a seq with the new one.
+inline constexpr uint64_t kAttachSeqGap = uint64_t{1} << 24;
 // Redis mode: a command's arguments (a 4 MiB value plus the rest of the command).
 inline constexpr size_t kRedisArgsMax = 1 << 20;
 inline constexpr size_t kRedisCommandBytesMax = (4u << 20) + (64u << 10);

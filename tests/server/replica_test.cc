@@ -161,6 +161,90 @@ TEST_CASE("a retried write is applied once and answered with the saved result",
     CHECK(list->children().names_size() == 1);
 }
 
+proto::Request attach_request(Client& client) {
+    proto::Request r = client.read();
+    r.mutable_attach_session();
+    return r;
+}
+
+proto::Request create_request(Client& client, const std::string& path) {
+    proto::Request r = client.write();
+    r.mutable_create()->set_path(path);
+    return r;
+}
+
+TEST_CASE("a connection that attaches a session refuses the old connection's late writes",
+          "[server][replica][sessions]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(follower, 1);
+    c.connect(leader, 2);
+    Client old_conn;
+    open_session(c, follower, 1, old_conn);
+    REQUIRE(c.call(follower, 1, create_request(old_conn, "/a"))->code() == proto::OK);
+    // A write of the old connection still on its way: the follower cannot reach the leader.
+    c.break_link(follower, leader);
+    const proto::Request late = create_request(old_conn, "/late");
+    c.send(follower, 1, late);
+
+    Client new_conn;
+    new_conn.session = old_conn.session;
+    auto attached = c.call(leader, 2, attach_request(new_conn));
+    REQUIRE(attached.has_value());
+    REQUIRE(attached->code() == proto::OK);
+    const uint64_t first_seq = attached->attach_session().first_seq();
+    // Above the applied write (seq 1) by more than the gap, so above the one in flight too.
+    CHECK(first_seq > 1 + statemachine::kAttachSeqGap);
+    CHECK(first_seq > late.seq());
+    new_conn.seq = first_seq - 1;
+    CHECK(c.call(leader, 2, create_request(new_conn, "/b"))->code() == proto::OK);
+
+    c.restore_link(follower, leader);
+    const proto::Response refused = await_response(c, 1, late.request_id());
+    CHECK(refused.code() == proto::RESULT_DISCARDED);
+    proto::Request exists = new_conn.read();
+    exists.mutable_exists()->set_path("/late");
+    auto found = c.call(leader, 2, exists);
+    REQUIRE(found.has_value());
+    CHECK_FALSE(found->exists().exists());
+    CHECK(c.call(leader, 2, create_request(new_conn, "/c"))->code() == proto::OK);
+
+    Client unknown;
+    unknown.session = 999999;
+    CHECK(c.call(leader, 2, attach_request(unknown))->code() == proto::SESSION_EXPIRED);
+}
+
+TEST_CASE("an attach chosen on a lagging node is chosen again once the node catches up",
+          "[server][replica][sessions]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t lagging = c.follower();
+    c.connect(leader, 1);
+    c.connect(lagging, 2);
+    Client writer;
+    open_session(c, leader, 1, writer);
+    c.run_until(
+        [&] { return c.replica(lagging).applied_index() >= c.replica(leader).applied_index(); });
+    // The lagging node stops hearing from the leader; the session writes on.
+    c.break_link(leader, lagging);
+    for (int i = 0; i < 3; ++i) {
+        REQUIRE(c.call(leader, 1, create_request(writer, "/w" + std::to_string(i)))->code() ==
+                proto::OK);
+    }
+    Client mover;
+    mover.session = writer.session;
+    const proto::Request attach = attach_request(mover);
+    c.send(lagging, 2, attach);  // chosen from a state without the three writes: refused
+    c.run_until([] { return false; }, 300);
+    c.restore_link(leader, lagging);
+    const proto::Response attached = await_response(c, 2, attach.request_id());
+    REQUIRE(attached.code() == proto::OK);
+    CHECK(attached.attach_session().first_seq() > writer.seq + statemachine::kAttachSeqGap);
+    // The writer's connection is the old one now.
+    CHECK(c.call(leader, 1, create_request(writer, "/after"))->code() == proto::RESULT_DISCARDED);
+}
+
 TEST_CASE("a release hands the lock to a waiter connected to another node",
           "[server][replica][locks]") {
     ReplicaCluster c;

@@ -75,6 +75,11 @@ inline std::vector<Command> sample_commands() {
     cancel.seq = 12;
     cancel.op = SqlCancel{42};
     out.push_back(cancel);
+    // A connection taking over session 42 (ZooKeeper reconnect), with the server's nonce.
+    Command attach;
+    attach.seq = 13;
+    attach.op = AttachSession{42, kAttachSeqGap + 1000};
+    out.push_back(attach);
     return out;
 }
 

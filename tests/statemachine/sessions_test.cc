@@ -100,6 +100,61 @@ TEST_CASE("saved results are bounded per session and the oldest go first",
     CHECK(h.apply(old).replayed);
 }
 
+// A write of `session` numbered `seq`.
+Command session_write(SessionId session, uint64_t seq, Op op) {
+    Command c;
+    c.client_id = session;
+    c.seq = seq;
+    c.op = std::move(op);
+    return c;
+}
+
+Command attach(SessionId session, uint64_t first_seq, uint64_t nonce) {
+    Command c;
+    c.seq = nonce;
+    c.op = AttachSession{session, first_seq};
+    return c;
+}
+
+TEST_CASE("an attach moves a session's numbering above every seq it used",
+          "[statemachine][sessions][exactly-once]") {
+    Harness h;
+    SessionId s = h.open();
+    CHECK(h.apply(attach(s + 100, kAttachSeqGap + 1, 7)).response.code ==
+          ErrorCode::kSessionExpired);
+    REQUIRE(
+        h.apply(session_write(s, 1, Create{"/a", "", NodeKind::kPersistent, 0})).response.code ==
+        ErrorCode::kOk);
+    REQUIRE(h.sm.highest_seq_used(s) == 1u);
+    CHECK(!h.sm.highest_seq_used(s + 100).has_value());
+
+    // Not far enough above seq 1: refused, and nothing changes (seq 1 still replays).
+    CHECK(h.apply(attach(s, kAttachSeqGap + 1, 8)).response.code == ErrorCode::kResultDiscarded);
+    CHECK(h.apply(session_write(s, 1, Create{"/a", "", NodeKind::kPersistent, 0})).replayed);
+
+    const uint64_t first = kAttachSeqGap + 2;
+    const Command moved = attach(s, first, 9);
+    REQUIRE(h.apply(moved).response.code == ErrorCode::kOk);
+    CHECK(h.sm.highest_seq_used(s) == first - 1);
+    // The old connection's retry and its write still in flight are refused, not applied.
+    const ApplyResult retry =
+        h.apply(session_write(s, 1, Create{"/a", "", NodeKind::kPersistent, 0}));
+    CHECK(!retry.replayed);
+    CHECK(retry.response.code == ErrorCode::kResultDiscarded);
+    CHECK(h.apply(session_write(s, 2, Create{"/b", "", NodeKind::kPersistent, 0})).response.code ==
+          ErrorCode::kResultDiscarded);
+    CHECK(!h.sm.exists("/b"));
+    // The new connection numbers from first_seq.
+    CHECK(h.apply(session_write(s, first, Create{"/c", "", NodeKind::kPersistent, 0}))
+              .response.code == ErrorCode::kOk);
+    // A second copy of the same attach (resubmitted) is refused and costs the new connection
+    // nothing: its saved reply and its next write stand.
+    CHECK(h.apply(moved).response.code == ErrorCode::kResultDiscarded);
+    CHECK(h.apply(session_write(s, first, Create{"/c", "", NodeKind::kPersistent, 0})).replayed);
+    CHECK(h.apply(session_write(s, first + 1, Create{"/d", "", NodeKind::kPersistent, 0}))
+              .response.code == ErrorCode::kOk);
+}
+
 TEST_CASE("closing a session deletes its ephemeral nodes and releases its locks",
           "[statemachine][sessions]") {
     Harness h;
