@@ -162,7 +162,14 @@ void Replica::submit_attach(net::ConnectionId conn,
     // A lagging replica may know fewer of the session's writes than the leader applies before
     // this entry: the entry is then refused, and retried from what this node has applied by then.
     const uint64_t highest = sm_.highest_seq_used(session).value_or(0);
-    RL_ASSERT(highest < UINT64_MAX - 2 * sm::kAttachSeqGap);  // seqs are far below that
+    if (highest > UINT64_MAX - sm::kAttachSeqGap - 1) {
+        // Seqs are the client's choice: one that numbered a write near the top of the range
+        // left no first seq above it (and must not stop this node).
+        respond_error(ClientRef{conn, request_id}, proto::LIMIT_EXCEEDED,
+                      "the session's sequence numbers are used up to the top of their range; "
+                      "open a new session");
+        return;
+    }
     proto::Request request;
     request.set_request_id(request_id);
     request.set_session_id(session);

@@ -215,6 +215,30 @@ TEST_CASE("a connection that attaches a session refuses the old connection's lat
     CHECK(c.call(leader, 2, attach_request(unknown))->code() == proto::SESSION_EXPIRED);
 }
 
+TEST_CASE("an attach to a session numbered up to the top of the range is refused, not fatal",
+          "[server][replica][sessions]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(leader, 1);
+    c.connect(follower, 2);
+    Client hostile;
+    open_session(c, leader, 1, hostile);
+    hostile.seq = UINT64_MAX - 10;  // a client may number its writes as it likes
+    REQUIRE(c.call(leader, 1, create_request(hostile, "/top"))->code() == proto::OK);
+    c.run_until(
+        [&] { return c.replica(follower).applied_index() >= c.replica(leader).applied_index(); });
+    Client mover;
+    mover.session = hostile.session;
+    for (const uint64_t node : {leader, follower}) {
+        auto refused = c.call(node, node == leader ? 1 : 2, attach_request(mover));
+        REQUIRE(refused.has_value());
+        CHECK(refused->code() == proto::LIMIT_EXCEEDED);
+    }
+    // Both nodes still serve the session.
+    CHECK(c.call(follower, 2, create_request(hostile, "/after"))->code() == proto::OK);
+}
+
 TEST_CASE("an attach chosen on a lagging node is chosen again once the node catches up",
           "[server][replica][sessions]") {
     ReplicaCluster c;
