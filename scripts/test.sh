@@ -43,7 +43,7 @@ background_build() {
     shift
     rm -f "build-logs/$stage.rc"
     (
-        idle_self
+        idle_self || echo "warning: could not lower the priority of the $stage build" >&2
         status=0
         "$@" >"build-logs/$stage.log" 2>&1 || status=$?
         echo "$status" >"build-logs/$stage.rc"
@@ -70,6 +70,13 @@ trap stop_background_builds EXIT
 finish_build() {
     local stage=$1
     while [ ! -f "build-logs/$stage.rc" ]; do
+        # (A build that died without writing its status must not leave this waiting for ever.)
+        if ! kill -0 "${background_pids[$stage]}" 2>/dev/null &&
+            [ ! -f "build-logs/$stage.rc" ]; then
+            echo "== build $stage ended without a status" >&2
+            cat "build-logs/$stage.log" 2>/dev/null || true
+            exit 1
+        fi
         sleep 2
     done
     echo "== build $stage (in the background; build-logs/$stage.log) ended at $(elapsed)"
