@@ -119,10 +119,8 @@ void Replica::on_client_request(net::ConnectionId id, proto::Request&& request) 
 void Replica::submit_write(net::ConnectionId conn, proto::Request& request) {
     const ClientRef client{conn, request.request_id()};
     if (request.has_attach_session()) {
-        if (request.session_id() == 0 || request.seq() != 0 || request.ack_seq() != 0 ||
-            request.has_fence()) {
-            respond_error(client, proto::BAD_ARGUMENTS,
-                          "attach_session needs session_id, and no seq, ack_seq or fence");
+        if (std::optional<std::string> error = attach_request_error(request)) {
+            respond_error(client, proto::BAD_ARGUMENTS, *error);
             return;
         }
         submit_attach(conn, request.request_id(), request.session_id(), 1);
@@ -170,18 +168,16 @@ void Replica::submit_attach(net::ConnectionId conn,
                       "open a new session");
         return;
     }
-    proto::Request request;
-    request.set_request_id(request_id);
-    request.set_session_id(session);
-    request.mutable_attach_session();
-    Result<sm::Command, std::string> command =
-        attach_command(request, next_nonce_++, highest + sm::kAttachSeqGap + 1);
-    RL_ASSERT(command.ok());  // every field was checked or chosen here
+    // Keyed by the nonce alone (client_id 0): the entry must not take one of the session's seqs.
+    sm::Command command;
+    command.seq = next_nonce_++;
+    command.op = sm::AttachSession{session, highest + sm::kAttachSeqGap + 1};
+    RL_ASSERT(sm::validate_command(command) == sm::ErrorCode::kOk);  // every field chosen here
     note_session(conn, session);
-    const WriteKey key{sm::kNoSession, command->seq};
+    const WriteKey key{sm::kNoSession, command.seq};
     const int64_t now_us = clock_.steady_us();
     auto [it, inserted] = pending_writes_.try_emplace(
-        key, PendingWrite{conn, request_id, std::move(command).value(), now_us,
+        key, PendingWrite{conn, request_id, std::move(command), now_us,
                           now_us / 1000 + config_.request_timeout_ms, 0, attempt});
     RL_ASSERT(inserted);  // nonces are unique
     route_write(key, it->second);

@@ -172,21 +172,13 @@ Result<sm::Command, std::string> to_command(const proto::Request& request, uint6
     return c;
 }
 
-Result<sm::Command, std::string> attach_command(const proto::Request& request,
-                                                uint64_t nonce,
-                                                uint64_t first_seq) {
+std::optional<std::string> attach_request_error(const proto::Request& request) {
     RL_ASSERT(request.has_attach_session());
     if (request.session_id() == 0 || request.seq() != 0 || request.ack_seq() != 0 ||
         request.has_fence()) {
-        return std::string("attach_session needs session_id, and no seq, ack_seq or fence");
+        return "attach_session needs session_id, and no seq, ack_seq or fence";
     }
-    sm::Command c;
-    c.seq = nonce;
-    c.op = sm::AttachSession{request.session_id(), first_seq};
-    if (sm::validate_command(c) != sm::ErrorCode::kOk) {
-        return fmt::format("invalid arguments: {}", sm::to_string(c));
-    }
-    return c;
+    return std::nullopt;
 }
 
 proto::Code to_proto(sm::ErrorCode code) {

@@ -3,6 +3,7 @@
 // The client protocol (proto/client.proto) <-> the state machine's commands and replies. Pure, so
 // the fuzzer and the unit tests can feed it anything a client may send.
 
+#include <optional>
 #include <string>
 
 #include "base/result.h"
@@ -26,16 +27,14 @@ RequestKind kind_of(const proto::Request& request);
 
 // A write request as a Command with time_ms = 0 (the leader stamps it). Session writes carry the
 // request's (session_id, seq, ack_seq, fence); OpenSession gets seq = `open_nonce`. Not for
-// attach_session (attach_command: its first seq is the server's choice). An error says
+// attach_session (its first seq is the server's choice: Replica::submit_attach). An error says
 // which field is wrong, in words for the client ("acquire: wait_ms -5 is out of range").
 Result<statemachine::Command, std::string> to_command(const proto::Request& request,
                                                       uint64_t open_nonce);
 
-// An attach_session request as the AttachSession command with the proposing server's `nonce` and
-// the `first_seq` it chose (above what the session used, as far as this node knows).
-Result<statemachine::Command, std::string> attach_command(const proto::Request& request,
-                                                          uint64_t nonce,
-                                                          uint64_t first_seq);
+// What is wrong with an attach_session request's fields, in words for the client; nullopt when
+// nothing is.
+std::optional<std::string> attach_request_error(const proto::Request& request);
 
 proto::Code to_proto(statemachine::ErrorCode code);
 void to_proto(const statemachine::Stat& stat, proto::Stat& out);

@@ -167,6 +167,22 @@ proto::Request attach_request(Client& client) {
     return r;
 }
 
+// The attach tests' setting: a session opened on connection 1 (to `first`), and connection 2 (to
+// `second`), to which the session is to move.
+Client open_on_first_of_two(ReplicaCluster& c, uint64_t first, uint64_t second) {
+    c.connect(first, 1);
+    c.connect(second, 2);
+    Client owner;
+    open_session(c, first, 1, owner);
+    return owner;
+}
+
+Client on_session(uint64_t session) {
+    Client client;
+    client.session = session;
+    return client;
+}
+
 proto::Request create_request(Client& client, const std::string& path) {
     proto::Request r = client.write();
     r.mutable_create()->set_path(path);
@@ -178,18 +194,14 @@ TEST_CASE("a connection that attaches a session refuses the old connection's lat
     ReplicaCluster c;
     const uint64_t leader = c.wait_for_leader();
     const uint64_t follower = c.follower();
-    c.connect(follower, 1);
-    c.connect(leader, 2);
-    Client old_conn;
-    open_session(c, follower, 1, old_conn);
+    Client old_conn = open_on_first_of_two(c, follower, leader);
     REQUIRE(c.call(follower, 1, create_request(old_conn, "/a"))->code() == proto::OK);
     // A write of the old connection still on its way: the follower cannot reach the leader.
     c.break_link(follower, leader);
     const proto::Request late = create_request(old_conn, "/late");
     c.send(follower, 1, late);
 
-    Client new_conn;
-    new_conn.session = old_conn.session;
+    Client new_conn = on_session(old_conn.session);
     auto attached = c.call(leader, 2, attach_request(new_conn));
     REQUIRE(attached.has_value());
     REQUIRE(attached->code() == proto::OK);
@@ -210,8 +222,7 @@ TEST_CASE("a connection that attaches a session refuses the old connection's lat
     CHECK_FALSE(found->exists().exists());
     CHECK(c.call(leader, 2, create_request(new_conn, "/c"))->code() == proto::OK);
 
-    Client unknown;
-    unknown.session = 999999;
+    Client unknown = on_session(999999);
     CHECK(c.call(leader, 2, attach_request(unknown))->code() == proto::SESSION_EXPIRED);
 }
 
@@ -220,16 +231,12 @@ TEST_CASE("an attach to a session numbered up to the top of the range is refused
     ReplicaCluster c;
     const uint64_t leader = c.wait_for_leader();
     const uint64_t follower = c.follower();
-    c.connect(leader, 1);
-    c.connect(follower, 2);
-    Client hostile;
-    open_session(c, leader, 1, hostile);
+    Client hostile = open_on_first_of_two(c, leader, follower);
     hostile.seq = UINT64_MAX - 10;  // a client may number its writes as it likes
     REQUIRE(c.call(leader, 1, create_request(hostile, "/top"))->code() == proto::OK);
     c.run_until(
         [&] { return c.replica(follower).applied_index() >= c.replica(leader).applied_index(); });
-    Client mover;
-    mover.session = hostile.session;
+    Client mover = on_session(hostile.session);
     for (const uint64_t node : {leader, follower}) {
         auto refused = c.call(node, node == leader ? 1 : 2, attach_request(mover));
         REQUIRE(refused.has_value());
@@ -244,10 +251,7 @@ TEST_CASE("an attach chosen on a lagging node is chosen again once the node catc
     ReplicaCluster c;
     const uint64_t leader = c.wait_for_leader();
     const uint64_t lagging = c.follower();
-    c.connect(leader, 1);
-    c.connect(lagging, 2);
-    Client writer;
-    open_session(c, leader, 1, writer);
+    Client writer = open_on_first_of_two(c, leader, lagging);
     c.run_until(
         [&] { return c.replica(lagging).applied_index() >= c.replica(leader).applied_index(); });
     // The lagging node stops hearing from the leader; the session writes on.
@@ -256,8 +260,7 @@ TEST_CASE("an attach chosen on a lagging node is chosen again once the node catc
         REQUIRE(c.call(leader, 1, create_request(writer, "/w" + std::to_string(i)))->code() ==
                 proto::OK);
     }
-    Client mover;
-    mover.session = writer.session;
+    Client mover = on_session(writer.session);
     const proto::Request attach = attach_request(mover);
     c.send(lagging, 2, attach);  // chosen from a state without the three writes: refused
     c.run_until([] { return false; }, 300);
