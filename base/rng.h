@@ -4,6 +4,7 @@
 // 2014). The same seed gives the same sequence on every platform, which is what lets the
 // simulator replay a run from its seed.
 
+#include <cstddef>
 #include <cstdint>
 
 #include "base/assert.h"
@@ -28,6 +29,11 @@ public:
     // True with probability numerator / denominator.
     bool chance(uint64_t numerator, uint64_t denominator) {
         return uniform(denominator) < numerator;
+    }
+    // One of `choices`, each as likely.
+    template <typename T, size_t N>
+    T pick(const T (&choices)[N]) {
+        return choices[uniform(N)];
     }
 
 private:

@@ -36,7 +36,6 @@ constexpr uint32_t kRequestBytesMax = 16 * 1024;
 // kLingerMs, while waiting for the client to close (see linger()).
 constexpr size_t kLingerBytesMax = 64 * 1024;
 constexpr milliseconds kLingerMs{1000};
-constexpr milliseconds kLogInterval{30000};
 
 struct HttpConn {
     HttpConn(tcp::socket s, uint64_t id_)
@@ -60,13 +59,13 @@ bool is_malformed(const error_code& ec) {
            ec != http::error::end_of_stream && ec != http::error::partial_message;
 }
 
-class Core : public std::enable_shared_from_this<Core> {
+class AdminCore : public std::enable_shared_from_this<AdminCore> {
 public:
     using ConnPtr = std::shared_ptr<HttpConn>;
 
-    Core(asio::io_context& io,
-         AdminHttpOptions options,
-         std::map<std::string, AdminHttp::Route> routes)
+    AdminCore(asio::io_context& io,
+              AdminHttpOptions options,
+              std::map<std::string, AdminHttp::Route> routes)
         : options_(std::move(options)), routes_(std::move(routes)), acceptor_(io), retry_(io) {
         RL_ASSERT(options_.connections_max > 0);
         RL_ASSERT(options_.idle_timeout_ms > 0);
@@ -107,10 +106,10 @@ private:
     uint64_t evicted_ = 0;
     bool started_ = false;
     bool stopped_ = false;
-    LogLimiter log_{kLogInterval};
+    LogLimiter log_{kRepeatedLineInterval};
 };
 
-Result<bool, std::string> Core::start() {
+Result<bool, std::string> AdminCore::start() {
     RL_ASSERT(!started_);
     RL_ASSERT(!stopped_);
     started_ = true;
@@ -123,7 +122,7 @@ Result<bool, std::string> Core::start() {
     return true;
 }
 
-void Core::stop() {
+void AdminCore::stop() {
     if (stopped_) {
         return;
     }
@@ -138,7 +137,7 @@ void Core::stop() {
     conns_.clear();
 }
 
-void Core::accept() {
+void AdminCore::accept() {
     accept_forever(
         shared_from_this(), acceptor_, retry_, stopped_,
         [this](tcp::socket socket) { on_accept(std::move(socket)); },
@@ -147,7 +146,7 @@ void Core::accept() {
         });
 }
 
-void Core::on_accept(tcp::socket socket) {
+void AdminCore::on_accept(tcp::socket socket) {
     if (conns_.size() >= options_.connections_max && !evict_reading()) {
         log_.log("http-full", fmt::format("admin http: refusing connections above {}",
                                           options_.connections_max));
@@ -163,7 +162,7 @@ void Core::on_accept(tcp::socket socket) {
 // Full: the oldest connection still waiting for its request goes, so idle or trickling clients
 // cannot take /healthz away (issue 16, row 8); a probe sends its request as it connects, so it
 // is the newest, not the oldest. False when every connection is being answered.
-bool Core::evict_reading() {
+bool AdminCore::evict_reading() {
     for (auto& [id, c] : conns_) {  // by id: oldest first
         if (c->reading) {
             ++evicted_;
@@ -178,7 +177,7 @@ bool Core::evict_reading() {
     return false;
 }
 
-void Core::read(const ConnPtr& c) {
+void AdminCore::read(const ConnPtr& c) {
     c->reading = true;
     c->parser.emplace();
     c->parser->header_limit(kRequestBytesMax);
@@ -204,7 +203,7 @@ void Core::read(const ConnPtr& c) {
                      });
 }
 
-void Core::on_request(const ConnPtr& c) {
+void AdminCore::on_request(const ConnPtr& c) {
     const http::request<http::string_body>& request = c->parser->get();
     const std::string_view target(request.target().data(), request.target().size());
     const std::string path(target.substr(0, target.find('?')));
@@ -226,12 +225,12 @@ void Core::on_request(const ConnPtr& c) {
     respond(c, route->second(), request.version(), request.keep_alive(), head, false);
 }
 
-void Core::respond(const ConnPtr& c,
-                   HttpReply reply,
-                   unsigned version,
-                   bool keep_alive,
-                   bool head,
-                   bool allow_header) {
+void AdminCore::respond(const ConnPtr& c,
+                        HttpReply reply,
+                        unsigned version,
+                        bool keep_alive,
+                        bool head,
+                        bool allow_header) {
     http::response<http::string_body>& response = c->response;
     response = {};
     response.version(version);
@@ -265,14 +264,14 @@ void Core::respond(const ConnPtr& c,
 
 // Half-close, then read until the client closes: closing with request bytes still unread would
 // send a reset, which can destroy the response (the 400 saying why) before the client reads it.
-void Core::linger(const ConnPtr& c) {
+void AdminCore::linger(const ConnPtr& c) {
     error_code ignored;
     c->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
     c->stream.expires_after(kLingerMs);
     drain(c);
 }
 
-void Core::drain(const ConnPtr& c) {
+void AdminCore::drain(const ConnPtr& c) {
     c->stream.async_read_some(asio::buffer(c->drain_buffer),
                               [self = shared_from_this(), c](error_code ec, size_t n) {
                                   if (self->stopped_ || c->closed) {
@@ -287,7 +286,7 @@ void Core::drain(const ConnPtr& c) {
                               });
 }
 
-void Core::close_conn(ConnPtr c) {
+void AdminCore::close_conn(ConnPtr c) {
     if (c->closed) {
         return;
     }
@@ -301,10 +300,10 @@ void Core::close_conn(ConnPtr c) {
 class AdminHttp::Impl {
 public:
     Impl(asio::io_context& io, AdminHttpOptions options, std::map<std::string, Route> routes)
-        : core(std::make_shared<Core>(io, std::move(options), std::move(routes))) {}
+        : core(std::make_shared<AdminCore>(io, std::move(options), std::move(routes))) {}
     ~Impl() { core->stop(); }
 
-    std::shared_ptr<Core> core;
+    std::shared_ptr<AdminCore> core;
 };
 
 AdminHttp::AdminHttp(asio::io_context& io,

@@ -15,6 +15,9 @@
 
 namespace raftlock::net {
 
+// How often the same line repeats, at most, for the listeners and the peer transport.
+inline constexpr std::chrono::milliseconds kRepeatedLineInterval{30000};
+
 class LogLimiter {
 public:
     using Clock = std::chrono::steady_clock;

@@ -39,7 +39,6 @@ constexpr uint32_t kHandshakeFrameBytesMax = 4096;
 // the memory one write pins stays bounded.
 constexpr size_t kWriteBatchFramesMax = 1024;
 constexpr size_t kWriteBatchBytesMax = 8u << 20;
-constexpr milliseconds kLogInterval{30000};
 
 // Empty when `hello` may open a connection to this node, else the reason in words.
 std::string hello_refusal(const proto::Hello& hello,
@@ -125,9 +124,11 @@ struct WriteBatch {
 
 // Owned through a shared_ptr that every pending handler holds, so a handler that runs after stop()
 // (or after the PeerTransport is gone) finds `stopped_` set and returns without touching sockets.
-class Core : public std::enable_shared_from_this<Core> {
+class PeerCore : public std::enable_shared_from_this<PeerCore> {
 public:
-    Core(asio::io_context& io, PeerTransportOptions options, PeerTransport::FrameHandler handler);
+    PeerCore(asio::io_context& io,
+             PeerTransportOptions options,
+             PeerTransport::FrameHandler handler);
 
     Result<bool, std::string> start();
     uint16_t port() const { return port_; }
@@ -173,11 +174,13 @@ private:
     uint64_t evicted_silent_ = 0;
     bool started_ = false;
     bool stopped_ = false;
-    LogLimiter log_{kLogInterval};
+    LogLimiter log_{kRepeatedLineInterval};
     std::minstd_rand rng_;  // backoff jitter only; not part of any replicated decision
 };
 
-Core::Core(asio::io_context& io, PeerTransportOptions options, PeerTransport::FrameHandler handler)
+PeerCore::PeerCore(asio::io_context& io,
+                   PeerTransportOptions options,
+                   PeerTransport::FrameHandler handler)
     : io_(io),
       options_(std::move(options)),
       handler_(std::move(handler)),
@@ -197,7 +200,7 @@ Core::Core(asio::io_context& io, PeerTransportOptions options, PeerTransport::Fr
     }
 }
 
-Result<bool, std::string> Core::start() {
+Result<bool, std::string> PeerCore::start() {
     RL_ASSERT(!started_);
     RL_ASSERT(!stopped_);
     started_ = true;
@@ -215,7 +218,7 @@ Result<bool, std::string> Core::start() {
     return true;
 }
 
-void Core::stop() {
+void PeerCore::stop() {
     if (stopped_) {
         return;
     }
@@ -236,7 +239,7 @@ void Core::stop() {
 
 // Ends the current attempt or connection without scheduling another: stale handlers see the new
 // generation and return.
-void Core::hang_up(OutPeer& peer) {
+void PeerCore::hang_up(OutPeer& peer) {
     error_code ignored;
     peer.socket.close(ignored);
     peer.timer.cancel();
@@ -249,7 +252,7 @@ void Core::hang_up(OutPeer& peer) {
     peer.decoder = FrameDecoder(kHandshakeFrameBytesMax);
 }
 
-void Core::set_peers(const std::vector<PeerAddress>& peers) {
+void PeerCore::set_peers(const std::vector<PeerAddress>& peers) {
     if (stopped_) {
         return;
     }
@@ -302,7 +305,7 @@ void Core::set_peers(const std::vector<PeerAddress>& peers) {
     }
 }
 
-std::vector<PeerStats> Core::stats() const {
+std::vector<PeerStats> PeerCore::stats() const {
     std::vector<PeerStats> out;
     out.reserve(peers_.size());
     for (const auto& [id, peer] : peers_) {
@@ -320,7 +323,7 @@ std::vector<PeerStats> Core::stats() const {
 
 // --- the accepting side ---------------------------------------------------------------------
 
-void Core::accept() {
+void PeerCore::accept() {
     accept_forever(
         shared_from_this(), acceptor_, accept_retry_, stopped_,
         [this](tcp::socket socket) { on_accept(std::move(socket)); },
@@ -330,7 +333,7 @@ void Core::accept() {
         });
 }
 
-void Core::on_accept(tcp::socket socket) {
+void PeerCore::on_accept(tcp::socket socket) {
     const std::string remote = remote_text(socket);
     if (incoming_.size() >= options_.incoming_connections_max && !evict_silent_incoming()) {
         // Every slot is a peer that said Hello: a real member redialling replaces its own
@@ -362,7 +365,7 @@ void Core::on_accept(tcp::socket socket) {
 // Full of connections that have not said Hello (a member proves itself in its first frame, within
 // milliseconds): the oldest of them goes, so that idle or slow sockets cannot keep a restarted
 // member out (issue 16, row 9). False when every connection is a peer's.
-bool Core::evict_silent_incoming() {
+bool PeerCore::evict_silent_incoming() {
     for (auto& [id, in] : incoming_) {  // by id: oldest first
         if (in->from == 0) {
             ++evicted_silent_;
@@ -378,7 +381,7 @@ bool Core::evict_silent_incoming() {
     return false;
 }
 
-void Core::read_incoming(const InPtr& in) {
+void PeerCore::read_incoming(const InPtr& in) {
     in->socket.async_read_some(
         asio::buffer(in->read_buffer), [self = shared_from_this(), in](error_code ec, size_t n) {
             if (self->stopped_ || in->closed) {
@@ -398,7 +401,7 @@ void Core::read_incoming(const InPtr& in) {
 
 // Handles every whole frame buffered. False when the connection was closed (or must not be read
 // any more). Bounded: each iteration consumes one frame of the bytes already received.
-bool Core::drain_incoming(const InPtr& in) {
+bool PeerCore::drain_incoming(const InPtr& in) {
     for (;;) {
         std::string_view payload;
         const FrameDecoder::State state = in->decoder.next(payload);
@@ -423,7 +426,7 @@ bool Core::drain_incoming(const InPtr& in) {
     }
 }
 
-bool Core::on_incoming_frame(const InPtr& in, proto::PeerFrame&& frame) {
+bool PeerCore::on_incoming_frame(const InPtr& in, proto::PeerFrame&& frame) {
     if (in->from == 0) {
         if (!frame.has_hello()) {
             close_incoming(*in, "the first frame is not a Hello");
@@ -454,7 +457,7 @@ bool Core::on_incoming_frame(const InPtr& in, proto::PeerFrame&& frame) {
     return !stopped_ && !in->closed;
 }
 
-bool Core::on_hello(const InPtr& in, const proto::Hello& hello) {
+bool PeerCore::on_hello(const InPtr& in, const proto::Hello& hello) {
     auto known = peers_.find(hello.from());
     const bool removed = known != peers_.end() && known->second->retired;
     std::string refusal = hello_refusal(hello, options_, known != peers_.end());
@@ -503,7 +506,7 @@ bool Core::on_hello(const InPtr& in, const proto::Hello& hello) {
 // authentication, and anyone can say Hello with its id. Up to incoming_per_peer_max stay open, so
 // such a stranger does not cut the live link; past that, the one silent the longest goes, which
 // is never the live link of a peer that is sending.
-void Core::close_quietest_from(const InPtr& newest) {
+void PeerCore::close_quietest_from(const InPtr& newest) {
     std::vector<InPtr> others;
     for (const auto& [id, other] : incoming_) {
         if (other != newest && other->from == newest->from) {
@@ -520,7 +523,7 @@ void Core::close_quietest_from(const InPtr& newest) {
     }
 }
 
-void Core::close_incoming(Incoming& in, const std::string& why) {
+void PeerCore::close_incoming(Incoming& in, const std::string& why) {
     if (in.closed) {
         return;
     }
@@ -538,13 +541,13 @@ void Core::close_incoming(Incoming& in, const std::string& why) {
 
 // --- the dialling side ----------------------------------------------------------------------
 
-void Core::log_out(const OutPeer& peer, const char* cause, const std::string& what) {
+void PeerCore::log_out(const OutPeer& peer, const char* cause, const std::string& what) {
     log_.log(fmt::format("out:{}:{}", peer.address.id, cause),
              fmt::format("node {} -> node {} ({}:{}): {}", options_.self_id, peer.address.id,
                          peer.address.host, peer.address.port, what));
 }
 
-void Core::dial(OutPeer& peer) {
+void PeerCore::dial(OutPeer& peer) {
     RL_ASSERT(peer.state == OutPeer::State::kIdle || peer.state == OutPeer::State::kBackoff);
     peer.state = OutPeer::State::kConnecting;
     const uint64_t gen = ++peer.generation;
@@ -588,7 +591,7 @@ void Core::dial(OutPeer& peer) {
         });
 }
 
-void Core::on_connected(OutPeer& peer, uint64_t gen) {
+void PeerCore::on_connected(OutPeer& peer, uint64_t gen) {
     error_code ignored;
     // Raft messages are small and latency-bound; batching is done here, not by Nagle.
     peer.socket.set_option(tcp::no_delay(true), ignored);
@@ -612,7 +615,7 @@ void Core::on_connected(OutPeer& peer, uint64_t gen) {
 }
 
 // Reads the HelloReply, then keeps a read pending only to learn promptly that the peer closed.
-void Core::read_outgoing(OutPeer& peer, uint64_t gen) {
+void PeerCore::read_outgoing(OutPeer& peer, uint64_t gen) {
     OutPeer* p = &peer;
     peer.socket.async_read_some(asio::buffer(peer.read_buffer), [self = shared_from_this(), p, gen](
                                                                     error_code ec, size_t n) {
@@ -627,7 +630,7 @@ void Core::read_outgoing(OutPeer& peer, uint64_t gen) {
     });
 }
 
-void Core::on_outgoing_bytes(OutPeer& peer, uint64_t gen, size_t n) {
+void PeerCore::on_outgoing_bytes(OutPeer& peer, uint64_t gen, size_t n) {
     if (peer.state == OutPeer::State::kConnected) {
         fail(peer, "unexpected bytes after the HelloReply");
         return;
@@ -664,7 +667,7 @@ void Core::on_outgoing_bytes(OutPeer& peer, uint64_t gen, size_t n) {
     flush(peer);
 }
 
-bool Core::send(uint64_t to, const proto::PeerFrame& frame) {
+bool PeerCore::send(uint64_t to, const proto::PeerFrame& frame) {
     if (stopped_) {
         return false;
     }
@@ -698,7 +701,7 @@ bool Core::send(uint64_t to, const proto::PeerFrame& frame) {
 }
 
 // Sends made in one turn of the loop (a Ready's messages) go out in one gathered write.
-void Core::post_flush(OutPeer& peer) {
+void PeerCore::post_flush(OutPeer& peer) {
     if (peer.flush_posted || peer.writing || peer.state != OutPeer::State::kConnected) {
         return;
     }
@@ -712,7 +715,7 @@ void Core::post_flush(OutPeer& peer) {
     });
 }
 
-void Core::flush(OutPeer& peer) {
+void PeerCore::flush(OutPeer& peer) {
     if (peer.state != OutPeer::State::kConnected || peer.writing || peer.queue.empty()) {
         return;
     }
@@ -751,7 +754,7 @@ void Core::flush(OutPeer& peer) {
         });
 }
 
-milliseconds Core::next_backoff(OutPeer& peer) {
+milliseconds PeerCore::next_backoff(OutPeer& peer) {
     // A connection that stayed up a while ends the failure streak; one that drops at once (a
     // flapping peer) keeps backing off.
     if (peer.state == OutPeer::State::kConnected &&
@@ -768,7 +771,7 @@ milliseconds Core::next_backoff(OutPeer& peer) {
 // Ends the current attempt or connection and schedules the next dial. Frames being written are
 // lost (the peer may or may not have them; Raft retransmits, on_link_lost tells the rest); queued
 // frames wait.
-void Core::fail(OutPeer& peer, const std::string& why) {
+void PeerCore::fail(OutPeer& peer, const std::string& why) {
     log_out(peer, "failed", why);
     const bool was_connected = peer.state == OutPeer::State::kConnected;
     const milliseconds delay = next_backoff(peer);
@@ -798,10 +801,10 @@ void Core::fail(OutPeer& peer, const std::string& why) {
 class PeerTransport::Impl {
 public:
     Impl(asio::io_context& io, PeerTransportOptions options, FrameHandler handler)
-        : core(std::make_shared<Core>(io, std::move(options), std::move(handler))) {}
+        : core(std::make_shared<PeerCore>(io, std::move(options), std::move(handler))) {}
     ~Impl() { core->stop(); }
 
-    std::shared_ptr<Core> core;
+    std::shared_ptr<PeerCore> core;
 };
 
 PeerTransport::PeerTransport(asio::io_context& io,

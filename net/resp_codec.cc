@@ -73,7 +73,7 @@ bool string_to_ll(std::string_view s, int64_t& value) {
 // ---------------------------------------------------------------------------------------------
 // Commands
 
-RespCommand need_more() {
+RespCommand no_command_yet() {
     return RespCommand{RespParse::kNeedMore, 0, {}, {}};
 }
 
@@ -110,7 +110,7 @@ RespCommand parse_multibulk(std::string_view in, const RespLimits& limits, Argv*
     size_t cr = 0;
     switch (find_count_line(in, 0, limits.inline_bytes_max, cr)) {
         case Line::kNeedMore:
-            return need_more();
+            return no_command_yet();
         case Line::kTooBig:
             return command_error("Protocol error: too big mbulk count string");
         case Line::kFound:
@@ -131,7 +131,7 @@ RespCommand parse_multibulk(std::string_view in, const RespLimits& limits, Argv*
     for (int64_t i = 0; i < count; ++i) {
         switch (find_count_line(in, at, limits.inline_bytes_max, cr)) {
             case Line::kNeedMore:
-                return need_more();
+                return no_command_yet();
             case Line::kTooBig:
                 return command_error("Protocol error: too big bulk count string");
             case Line::kFound:
@@ -149,7 +149,7 @@ RespCommand parse_multibulk(std::string_view in, const RespLimits& limits, Argv*
         RL_ASSERT(at <= in.size());
         const auto bytes = static_cast<size_t>(length);
         if (in.size() - at < bytes + 2) {
-            return need_more();
+            return no_command_yet();
         }
         if (argv != nullptr) {
             argv->emplace_back(in.substr(at, bytes));
@@ -296,7 +296,7 @@ RespCommand parse_inline(std::string_view in, const RespLimits& limits) {
         if (in.size() > limits.inline_bytes_max) {
             return command_error("Protocol error: too big inline request");
         }
-        return need_more();
+        return no_command_yet();
     }
     size_t line_bytes = newline;
     if (line_bytes > 0 && in[line_bytes - 1] == '\r') {
@@ -332,7 +332,7 @@ void append_header(char type, size_t n, std::string& out) {
 
 RespCommand parse_resp_command(std::string_view input, const RespLimits& limits) {
     if (input.empty()) {
-        return need_more();
+        return no_command_yet();
     }
     if (input[0] != '*') {
         RespCommand command = parse_inline(input, limits);

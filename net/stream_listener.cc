@@ -31,7 +31,6 @@ namespace {
 constexpr size_t kReadChunkBytes = 64 * 1024;
 constexpr size_t kWriteBatchFramesMax = 1024;
 constexpr size_t kWriteBatchBytesMax = 8u << 20;
-constexpr milliseconds kLogInterval{30000};
 
 struct Conn {
     Conn(tcp::socket s, ConnectionId id_)
@@ -61,11 +60,11 @@ struct WriteBatch {
 };
 
 // Owned through a shared_ptr held by every pending handler (see peer_transport.cc).
-class Core : public std::enable_shared_from_this<Core> {
+class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
 public:
     using ConnPtr = std::shared_ptr<Conn>;
 
-    Core(asio::io_context& io, StreamListenerOptions options, StreamProtocol& protocol)
+    ListenerCore(asio::io_context& io, StreamListenerOptions options, StreamProtocol& protocol)
         : io_(io),
           options_(std::move(options)),
           protocol_(protocol),
@@ -123,11 +122,11 @@ private:
     bool started_ = false;
     bool stopped_ = false;
     StreamListenerStats stats_;
-    LogLimiter log_{kLogInterval};
+    LogLimiter log_{kRepeatedLineInterval};
     std::array<char, kReadChunkBytes> read_buffer_;
 };
 
-Result<bool, std::string> Core::start() {
+Result<bool, std::string> ListenerCore::start() {
     RL_ASSERT(!started_);
     RL_ASSERT(!stopped_);
     started_ = true;
@@ -140,7 +139,7 @@ Result<bool, std::string> Core::start() {
     return true;
 }
 
-void Core::stop() {
+void ListenerCore::stop() {
     if (stopped_) {
         return;
     }
@@ -159,7 +158,7 @@ void Core::stop() {
     conns_.clear();
 }
 
-void Core::accept() {
+void ListenerCore::accept() {
     accept_forever(
         shared_from_this(), acceptor_, retry_, stopped_,
         [this](tcp::socket socket) { on_accept(std::move(socket)); },
@@ -168,7 +167,7 @@ void Core::accept() {
         });
 }
 
-void Core::on_accept(tcp::socket socket) {
+void ListenerCore::on_accept(tcp::socket socket) {
     if (conns_.size() >= options_.connections_max) {
         refuse(std::move(socket), fmt::format("{} connections on this port (--max-connections)",
                                               options_.connections_max));
@@ -211,7 +210,7 @@ void Core::on_accept(tcp::socket socket) {
 }
 
 // Over a limit: the protocol's refusal (the kernel buffers it at once), then close.
-void Core::refuse(tcp::socket socket, const std::string& limit) {
+void ListenerCore::refuse(tcp::socket socket, const std::string& limit) {
     ++stats_.refused;
     log_.log("refuse", fmt::format("{}: refusing connections: {}", options_.name, limit));
     auto bytes = std::make_shared<std::string>(protocol_.refusal(conns_.size()));
@@ -223,7 +222,7 @@ void Core::refuse(tcp::socket socket, const std::string& limit) {
     });
 }
 
-void Core::read(const ConnPtr& c) {
+void ListenerCore::read(const ConnPtr& c) {
     if (c->paused || c->reading) {
         return;
     }
@@ -241,7 +240,7 @@ void Core::read(const ConnPtr& c) {
     });
 }
 
-void Core::on_readable(const ConnPtr& c) {
+void ListenerCore::on_readable(const ConnPtr& c) {
     error_code ec;
     const size_t n = c->socket.read_some(asio::buffer(read_buffer_), ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
@@ -268,7 +267,7 @@ void Core::on_readable(const ConnPtr& c) {
     read(c);
 }
 
-void Core::pause_reading(ConnectionId id, bool paused) {
+void ListenerCore::pause_reading(ConnectionId id, bool paused) {
     const auto it = conns_.find(id);
     if (stopped_ || it == conns_.end()) {
         return;
@@ -291,7 +290,7 @@ void Core::pause_reading(ConnectionId id, bool paused) {
 // byte a second hold its connection forever (issue 16, row 7). A connection that has spoken and
 // holds no partial message may stay idle. The protocol's buffered bytes tell whether this read
 // completed a message: without one they grew by exactly the bytes read.
-void Core::update_deadline(const ConnPtr& c, size_t partial_before, size_t bytes_read) {
+void ListenerCore::update_deadline(const ConnPtr& c, size_t partial_before, size_t bytes_read) {
     const size_t partial_after = protocol_.partial_bytes(c->id);
     const bool completed = partial_after < partial_before + bytes_read;
     c->spoke = c->spoke || completed;
@@ -304,7 +303,7 @@ void Core::update_deadline(const ConnPtr& c, size_t partial_before, size_t bytes
     }
 }
 
-void Core::arm_deadline(const ConnPtr& c) {
+void ListenerCore::arm_deadline(const ConnPtr& c) {
     const uint64_t generation = ++c->idle_generation;
     c->deadline_armed = true;
     c->idle_timer.expires_after(milliseconds(options_.message_deadline_ms));
@@ -322,13 +321,13 @@ void Core::arm_deadline(const ConnPtr& c) {
     });
 }
 
-void Core::cancel_deadline(const ConnPtr& c) {
+void ListenerCore::cancel_deadline(const ConnPtr& c) {
     ++c->idle_generation;
     c->deadline_armed = false;
     c->idle_timer.cancel();
 }
 
-void Core::send(ConnectionId id, std::string bytes) {
+void ListenerCore::send(ConnectionId id, std::string bytes) {
     const auto it = conns_.find(id);
     if (stopped_ || it == conns_.end() || it->second->closing) {
         return;
@@ -336,7 +335,7 @@ void Core::send(ConnectionId id, std::string bytes) {
     enqueue(it->second, std::move(bytes));
 }
 
-void Core::close(ConnectionId id, bool flush) {
+void ListenerCore::close(ConnectionId id, bool flush) {
     const auto it = conns_.find(id);
     if (stopped_ || it == conns_.end()) {
         return;
@@ -349,7 +348,7 @@ void Core::close(ConnectionId id, bool flush) {
     }
 }
 
-void Core::enqueue(const ConnPtr& c, std::string bytes) {
+void ListenerCore::enqueue(const ConnPtr& c, std::string bytes) {
     RL_ASSERT(c->out_bytes <= options_.send_queue_bytes_max);
     if (bytes.size() > options_.send_queue_bytes_max - c->out_bytes) {
         close_slow_consumer(c, bytes.size());
@@ -362,7 +361,7 @@ void Core::enqueue(const ConnPtr& c, std::string bytes) {
 
 // The client does not read what it asked for; holding more would let it exhaust memory, so it goes
 // (as Redis's client-output-buffer-limit). Without a flush: its queue is what is too big.
-void Core::close_slow_consumer(const ConnPtr& c, size_t bytes) {
+void ListenerCore::close_slow_consumer(const ConnPtr& c, size_t bytes) {
     ++stats_.slow_consumers;
     RL_ASSERT(c->out_bytes + bytes > options_.send_queue_bytes_max);
     // The same text every time, so the limiter holds repeats back (and counts them): a client
@@ -375,7 +374,7 @@ void Core::close_slow_consumer(const ConnPtr& c, size_t bytes) {
 }
 
 // Messages queued in one turn of the loop go out in one gathered write.
-void Core::post_flush(const ConnPtr& c) {
+void ListenerCore::post_flush(const ConnPtr& c) {
     if (c->flush_posted || c->writing) {
         return;
     }
@@ -388,7 +387,7 @@ void Core::post_flush(const ConnPtr& c) {
     });
 }
 
-void Core::flush(const ConnPtr& c) {
+void ListenerCore::flush(const ConnPtr& c) {
     if (c->writing) {
         return;
     }
@@ -431,7 +430,7 @@ void Core::flush(const ConnPtr& c) {
 
 // Flushes, half-closes, and waits for the client's end; all of it within message_deadline_ms, so
 // a client that neither reads nor closes does not keep its slot.
-void Core::begin_close(const ConnPtr& c) {
+void ListenerCore::begin_close(const ConnPtr& c) {
     if (c->closing) {
         return;
     }
@@ -452,7 +451,7 @@ void Core::begin_close(const ConnPtr& c) {
     read(c);
 }
 
-void Core::close_now(ConnPtr c) {
+void ListenerCore::close_now(ConnPtr c) {
     if (c->closed) {
         return;
     }
@@ -478,10 +477,10 @@ void Core::close_now(ConnPtr c) {
 class StreamListener::Impl {
 public:
     Impl(asio::io_context& io, StreamListenerOptions options, StreamProtocol& protocol)
-        : core(std::make_shared<Core>(io, std::move(options), protocol)) {}
+        : core(std::make_shared<ListenerCore>(io, std::move(options), protocol)) {}
     ~Impl() { core->stop(); }
 
-    std::shared_ptr<Core> core;
+    std::shared_ptr<ListenerCore> core;
 };
 
 StreamListener::StreamListener(asio::io_context& io,

@@ -87,12 +87,12 @@ sql::ParseLimits parse_limits() {
     return limits;
 }
 
-bool is_local(const sql::Statement& statement) {
+}  // namespace
+
+bool PgFrontend::runs_locally(const sql::Statement& statement) {
     return std::holds_alternative<sql::SetVar>(statement) ||
            std::holds_alternative<sql::Show>(statement);
 }
-
-}  // namespace
 
 PgFrontend::PgFrontend(PgFrontendOptions options, PgOutput& output, SqlBackend& backend)
     : options_(std::move(options)), output_(output), backend_(backend) {
@@ -496,7 +496,7 @@ void PgFrontend::step_query(uint64_t id, Conn& c) {
         return;
     }
     const Piece& piece = q.pieces[q.next++];
-    if (is_local(piece.parsed.statement)) {
+    if (runs_locally(piece.parsed.statement)) {
         if (!emit_query_result(c, run_local(c, piece.parsed.statement), piece.offset_chars)) {
             c.query.reset();
             ready_for_query(c);

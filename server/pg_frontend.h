@@ -238,7 +238,8 @@ private:
     Result<std::vector<sql::Value>, sql::SqlError> bind_params(const Prepared& statement,
                                                                const net::PgBind& m) const;
 
-    // SET, RESET and SHOW (pg_frontend_settings.cc).
+    // SET, RESET and SHOW (pg_frontend_settings.cc): answered here, never sent to the backend.
+    static bool runs_locally(const sql::Statement& statement);
     sql::StatementResult run_local(Conn& c, const sql::Statement& statement);
     Result<bool, sql::SqlError> set(Conn& c,
                                     const std::string& name,

@@ -19,11 +19,6 @@ constexpr size_t kPreparedMax = 1000;
 constexpr size_t kPreparedBytesMax = 16u << 20;
 constexpr size_t kPortalsMax = 1000;
 
-bool is_local(const sql::Statement& statement) {
-    return std::holds_alternative<sql::SetVar>(statement) ||
-           std::holds_alternative<sql::Show>(statement);
-}
-
 std::string missing_statement(const std::string& name) {
     return name.empty() ? std::string("unnamed prepared statement does not exist")
                         : fmt::format("prepared statement \"{}\" does not exist", name);
@@ -466,7 +461,7 @@ void PgFrontend::execute(uint64_t id, Conn& c, const net::PgExecute& m) {
     c.executing_portal = m.portal;
     c.executing_max_rows = m.max_rows;
     const Piece& piece = *portal.statement->piece;
-    if (is_local(piece.parsed.statement)) {
+    if (runs_locally(piece.parsed.statement)) {
         executed(c, run_local(c, piece.parsed.statement));
         return;
     }

@@ -16,10 +16,6 @@ constexpr uint32_t kMembersMax = 1024;
 constexpr uint32_t kFileNameBytesMax = 255;
 constexpr uint32_t kAddressBytesMax = 1024;
 
-StorageError corruption(std::string message) {
-    return StorageError{StorageErrorCode::kCorruption, std::move(message)};
-}
-
 // Bounds-checked sequential reads over a value whose checksum has been verified. A short value
 // sets `failed` instead of reading past the end.
 class Reader {

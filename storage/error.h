@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace raftlock::storage {
 
@@ -18,5 +19,9 @@ struct StorageError {
     StorageErrorCode code;
     std::string message;
 };
+
+inline StorageError corruption(std::string message) {
+    return StorageError{StorageErrorCode::kCorruption, std::move(message)};
+}
 
 }  // namespace raftlock::storage

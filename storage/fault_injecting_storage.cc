@@ -17,7 +17,7 @@ namespace {
 // The snapshot's "file": the records keep its data beside the metadata, like snap/ in RocksStorage.
 constexpr std::string_view kSnapshotFileName = "snapshot";
 
-StorageError corruption(std::string message) {
+StorageError injected_corruption(std::string message) {
     return StorageError{StorageErrorCode::kCorruption,
                         fmt::format("fault-injecting store: {}", message)};
 }
@@ -35,15 +35,15 @@ std::optional<StorageError> decode_log(raft::Index first_key,
                                        Loaded& out) {
     const raft::Index expected = out.log_start.index + 1;
     if (!log.empty() && first_key != expected) {
-        return corruption(fmt::format("the log starts at index {}, not after the log start {}",
-                                      first_key, expected - 1));
+        return injected_corruption(fmt::format(
+            "the log starts at index {}, not after the log start {}", first_key, expected - 1));
     }
     raft::Term prev_term = out.log_start.term;
     out.entries.reserve(log.size());
     for (size_t i = 0; i < log.size(); ++i) {
         Decoded<raft::Entry> e = decode_log_record(first_key + i, prev_term, log[i]);
         if (!e.ok()) {
-            return corruption(e.error().message);
+            return injected_corruption(e.error().message);
         }
         prev_term = e->term;
         out.entries.push_back(std::move(*e));
@@ -61,7 +61,8 @@ std::optional<StorageError> decode_slot(const std::optional<std::string>& slot,
     }
     Decoded<T> value = decode(*slot);
     if (!value.ok()) {
-        return corruption(fmt::format("corrupt {} record: {}", what, value.error().message));
+        return injected_corruption(
+            fmt::format("corrupt {} record: {}", what, value.error().message));
     }
     out = std::move(*value);
     return std::nullopt;
@@ -74,12 +75,13 @@ Result<raft::MemoryStorage, StorageError> build_view(Loaded loaded, std::string 
     const raft::Index start = loaded.log_start.index;
     const raft::Index snap = loaded.snapshot ? loaded.snapshot->meta.index : 0;
     if (start > snap) {
-        return corruption(fmt::format("log start {} is beyond the snapshot {}", start, snap));
+        return injected_corruption(
+            fmt::format("log start {} is beyond the snapshot {}", start, snap));
     }
     if (start == snap) {
         if (snap > 0) {
             if (loaded.snapshot->meta.term != loaded.log_start.term) {
-                return corruption("the log start and the snapshot disagree on the term");
+                return injected_corruption("the log start and the snapshot disagree on the term");
             }
             (void)view.apply_snapshot(raft::Snapshot{loaded.snapshot->meta, snapshot_data});
         }
@@ -94,7 +96,7 @@ Result<raft::MemoryStorage, StorageError> build_view(Loaded loaded, std::string 
     view.append(loaded.entries);
     raft::StorageResult<raft::Term> term = view.term(snap);
     if (!term.ok() || *term != loaded.snapshot->meta.term) {
-        return corruption(
+        return injected_corruption(
             fmt::format("the snapshot {}/{} is not in the log", snap, loaded.snapshot->meta.term));
     }
     view.create_snapshot(snap, loaded.snapshot->meta.conf_state, std::move(snapshot_data));
@@ -191,12 +193,12 @@ Result<raft::MemoryStorage, StorageError> FaultInjectingStorage::read_durable() 
         }
         if (record.size_bytes != durable_.snapshot_data.size() ||
             record.data_crc != crc32c(durable_.snapshot_data)) {
-            return corruption(fmt::format("snapshot data of {} bytes fails its checksum",
-                                          durable_.snapshot_data.size()));
+            return injected_corruption(fmt::format("snapshot data of {} bytes fails its checksum",
+                                                   durable_.snapshot_data.size()));
         }
         loaded.snapshot = std::move(record);
     } else if (!durable_.snapshot_data.empty()) {
-        return corruption("snapshot data without snapshot metadata");
+        return injected_corruption("snapshot data without snapshot metadata");
     }
     if (auto e = decode_log(durable_.log_first, durable_.log, loaded)) {
         return *e;

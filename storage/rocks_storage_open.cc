@@ -26,10 +26,6 @@ namespace {
 constexpr const char* kLogFamily = "log";
 constexpr const char* kStateFamily = "state";
 
-StorageError corruption(std::string message) {
-    return StorageError{StorageErrorCode::kCorruption, std::move(message)};
-}
-
 // All options are set here, at the one place the database is opened, rather than left to
 // RocksDB's defaults, which change between releases.
 rocksdb::DBOptions make_db_options(const RocksStorageOptions& options) {

@@ -7,7 +7,10 @@ namespace raftlock::jepsen {
 
 namespace {
 
-enum Kind : uint8_t { kAcquire, kRelease, kFencedWrite };
+// (Named, so that the models' kinds stay apart in a unity build.)
+struct MutexOp {
+    enum Kind : uint8_t { kAcquire, kRelease, kFencedWrite };
+};
 
 constexpr int64_t kFree = 0;
 constexpr int64_t kUnknownHolder = -1;
@@ -27,7 +30,8 @@ Compiled MutexModel::compile(const Operation& op, Interner& /*interner*/) const 
         if (!info && !is_token(op.output)) {
             return Compiled::bad("an ok acquire returns its fencing token (an integer > 0)", true);
         }
-        return Compiled::keep(CompiledOp{kAcquire, info, info ? 0 : op.output.int_value, 0, 0});
+        return Compiled::keep(
+            CompiledOp{MutexOp::kAcquire, info, info ? 0 : op.output.int_value, 0, 0});
     }
     if (op.f == "release") {
         if (!is_token(op.input)) {
@@ -36,7 +40,7 @@ Compiled MutexModel::compile(const Operation& op, Interner& /*interner*/) const 
         if (op.outcome == Outcome::kFail) {
             return Compiled::drop();
         }
-        return Compiled::keep(CompiledOp{kRelease, info, op.input.int_value, 0, 0});
+        return Compiled::keep(CompiledOp{MutexOp::kRelease, info, op.input.int_value, 0, 0});
     }
     if (op.f == "fenced-write") {
         if (op.input.kind != Value::Kind::kList || op.input.items.size() != 2 ||
@@ -47,7 +51,8 @@ Compiled MutexModel::compile(const Operation& op, Interner& /*interner*/) const 
         if (op.outcome != Outcome::kOk) {
             return Compiled::drop();
         }
-        return Compiled::keep(CompiledOp{kFencedWrite, false, op.input.items[0].int_value, 0, 0});
+        return Compiled::keep(
+            CompiledOp{MutexOp::kFencedWrite, false, op.input.items[0].int_value, 0, 0});
     }
     return Compiled::bad("the mutex model has no operation '" + op.f +
                          "' (acquire, release, fenced-write)");
@@ -58,7 +63,7 @@ bool MutexModel::step(const State& state, const CompiledOp& op, State* next) con
     int64_t highest = state.words[1];
     *next = state;
     switch (op.kind) {
-        case kAcquire:
+        case MutexOp::kAcquire:
             if (holder != kFree) {
                 return false;
             }
@@ -73,13 +78,13 @@ bool MutexModel::step(const State& state, const CompiledOp& op, State* next) con
             }
             next->words = {op.a, op.a};
             return true;
-        case kRelease:
+        case MutexOp::kRelease:
             if (holder != op.a) {
                 return false;  // only the holder's token releases
             }
             next->words[0] = kFree;
             return true;
-        case kFencedWrite:
+        case MutexOp::kFencedWrite:
             return holder == op.a;  // a stale (or unknown) token must be refused
         default:
             RL_PANIC("mutex model: unknown op kind");
@@ -87,7 +92,7 @@ bool MutexModel::step(const State& state, const CompiledOp& op, State* next) con
 }
 
 bool MutexModel::read_only(const CompiledOp& op) const {
-    return op.kind == kFencedWrite;
+    return op.kind == MutexOp::kFencedWrite;
 }
 
 std::string MutexModel::describe(const State& state, const Interner& /*interner*/) const {

@@ -5,7 +5,10 @@ namespace raftlock::jepsen {
 
 namespace {
 
-enum Kind : uint8_t { kRead, kWrite, kCas, kCasMismatch };
+// (Named, so that the models' kinds stay apart in a unity build.)
+struct RegisterOp {
+    enum Kind : uint8_t { kRead, kWrite, kCas, kCasMismatch };
+};
 
 }  // namespace
 
@@ -25,7 +28,7 @@ Compiled RegisterModel::compile(const Operation& op, Interner& interner) const {
         if (op.output.kind == Value::Kind::kList) {
             return Compiled::bad("a read returns null or a scalar, not a list", true);
         }
-        return Compiled::keep(CompiledOp{kRead, false, interner.id(op.output), 0, 0});
+        return Compiled::keep(CompiledOp{RegisterOp::kRead, false, interner.id(op.output), 0, 0});
     }
     if (op.f == "write") {
         if (op.input.is_null() || op.input.kind == Value::Kind::kList) {
@@ -34,7 +37,7 @@ Compiled RegisterModel::compile(const Operation& op, Interner& interner) const {
         if (op.outcome == Outcome::kFail) {
             return Compiled::drop();
         }
-        return Compiled::keep(CompiledOp{kWrite, info, interner.id(op.input), 0, 0});
+        return Compiled::keep(CompiledOp{RegisterOp::kWrite, info, interner.id(op.input), 0, 0});
     }
     if (op.f == "cas") {
         if (op.input.kind != Value::Kind::kList || op.input.items.size() != 2) {
@@ -48,9 +51,9 @@ Compiled RegisterModel::compile(const Operation& op, Interner& interner) const {
             if (op.error != "mismatch") {
                 return Compiled::drop();
             }
-            return Compiled::keep(CompiledOp{kCasMismatch, false, from, to, 0});
+            return Compiled::keep(CompiledOp{RegisterOp::kCasMismatch, false, from, to, 0});
         }
-        return Compiled::keep(CompiledOp{kCas, info, from, to, 0});
+        return Compiled::keep(CompiledOp{RegisterOp::kCas, info, from, to, 0});
     }
     return Compiled::bad("the " + std::string(name()) + " model has no operation '" + op.f +
                          "' (read, write, cas)");
@@ -60,19 +63,19 @@ bool RegisterModel::step(const State& state, const CompiledOp& op, State* next) 
     int64_t current = state.words[0];
     *next = state;
     switch (op.kind) {
-        case kRead:
+        case RegisterOp::kRead:
             return current == op.a;
-        case kWrite:
+        case RegisterOp::kWrite:
             next->words[0] = op.a;
             return true;
-        case kCas:
+        case RegisterOp::kCas:
             if (current == op.a) {
                 next->words[0] = op.b;
                 return true;
             }
             // An unknown cas whose compare fails is a legal no-op.
             return op.unknown;
-        case kCasMismatch:
+        case RegisterOp::kCasMismatch:
             return current != op.a;
         default:
             RL_PANIC("register model: unknown op kind");
@@ -80,7 +83,7 @@ bool RegisterModel::step(const State& state, const CompiledOp& op, State* next) 
 }
 
 bool RegisterModel::read_only(const CompiledOp& op) const {
-    return op.kind == kRead || op.kind == kCasMismatch;
+    return op.kind == RegisterOp::kRead || op.kind == RegisterOp::kCasMismatch;
 }
 
 std::string RegisterModel::describe(const State& state, const Interner& interner) const {

@@ -6,7 +6,10 @@ namespace raftlock::jepsen {
 
 namespace {
 
-enum Kind : uint8_t { kCreate };
+// (Named, so that the models' kinds stay apart in a unity build.)
+struct SequentialOp {
+    enum Kind : uint8_t { kCreate };
+};
 
 }  // namespace
 
@@ -22,11 +25,11 @@ Compiled SequentialModel::compile(const Operation& op, Interner& /*interner*/) c
     if (!op.output.is_int() || op.output.int_value < 0) {
         return Compiled::bad("an ok sequential create returns its number (an integer >= 0)", true);
     }
-    return Compiled::keep(CompiledOp{kCreate, false, op.output.int_value, 0, 0});
+    return Compiled::keep(CompiledOp{SequentialOp::kCreate, false, op.output.int_value, 0, 0});
 }
 
 bool SequentialModel::step(const State& state, const CompiledOp& op, State* next) const {
-    RL_ASSERT(op.kind == kCreate);
+    RL_ASSERT(op.kind == SequentialOp::kCreate);
     *next = state;
     // Strictly greater: catches both a number going backwards and a duplicate.
     if (op.a <= state.words[0]) {

@@ -7,7 +7,10 @@ namespace raftlock::jepsen {
 
 namespace {
 
-enum Kind : uint8_t { kOpen, kCreate, kDelete, kRead, kEnd };
+// (Named, so that the models' kinds stay apart in a unity build.)
+struct SessionsOp {
+    enum Kind : uint8_t { kOpen, kCreate, kDelete, kRead, kEnd };
+};
 
 constexpr int64_t kNotOpen = 0;
 constexpr int64_t kLive = 1;
@@ -24,17 +27,18 @@ Compiled SessionsModel::compile(const Operation& op, Interner& /*interner*/) con
             return Compiled::drop();
         }
         // The read returns the node's data, or null when the node does not exist.
-        return Compiled::keep(CompiledOp{kRead, false, op.output.is_null() ? 0 : 1, 0, 0});
+        return Compiled::keep(
+            CompiledOp{SessionsOp::kRead, false, op.output.is_null() ? 0 : 1, 0, 0});
     }
     uint8_t kind = 0;
     if (op.f == "open") {
-        kind = kOpen;
+        kind = SessionsOp::kOpen;
     } else if (op.f == "create") {
-        kind = kCreate;
+        kind = SessionsOp::kCreate;
     } else if (op.f == "delete") {
-        kind = kDelete;
+        kind = SessionsOp::kDelete;
     } else if (op.f == "close" || op.f == "expire") {
-        kind = kEnd;
+        kind = SessionsOp::kEnd;
     } else {
         return Compiled::bad("the sessions model has no operation '" + op.f +
                              "' (open, create, delete, read, close, expire)");
@@ -50,28 +54,28 @@ bool SessionsModel::step(const State& state, const CompiledOp& op, State* next) 
     int64_t exists = state.words[1];
     *next = state;
     switch (op.kind) {
-        case kOpen:
+        case SessionsOp::kOpen:
             if (life != kNotOpen) {
                 return false;
             }
             next->words[0] = kLive;
             return true;
-        case kCreate:
+        case SessionsOp::kCreate:
             // An ephemeral node can be created only in a live session, and only once.
             if (life != kLive || exists != 0) {
                 return false;
             }
             next->words[1] = 1;
             return true;
-        case kDelete:
+        case SessionsOp::kDelete:
             if (exists == 0) {
                 return false;
             }
             next->words[1] = 0;
             return true;
-        case kRead:
+        case SessionsOp::kRead:
             return exists == op.a;
-        case kEnd:
+        case SessionsOp::kEnd:
             // Ending the session deletes its ephemeral node in the same step.
             if (life != kLive) {
                 return false;
@@ -84,7 +88,7 @@ bool SessionsModel::step(const State& state, const CompiledOp& op, State* next) 
 }
 
 bool SessionsModel::read_only(const CompiledOp& op) const {
-    return op.kind == kRead;
+    return op.kind == SessionsOp::kRead;
 }
 
 std::string SessionsModel::describe(const State& state, const Interner& /*interner*/) const {

@@ -8,7 +8,6 @@ namespace raftlock::statemachine::sql {
 
 namespace {
 
-constexpr uint8_t kTypeMax = static_cast<uint8_t>(Type::kTimestamptz);
 constexpr size_t kTextBytesMax = kStatementBytesMax;
 constexpr uint8_t kTxStatusMax = static_cast<uint8_t>(TxStatus::kFailed);
 

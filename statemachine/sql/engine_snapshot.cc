@@ -18,7 +18,6 @@ namespace {
 
 constexpr uint8_t kFormatVersion = 2;
 constexpr uint8_t kFormatVersionWithoutRowBudget = 1;
-constexpr uint8_t kTypeMax = static_cast<uint8_t>(Type::kTimestamptz);
 
 void write_column(Writer& w, const Engine::Column& c) {
     w.bytes(c.name);

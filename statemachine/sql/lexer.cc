@@ -6,24 +6,14 @@
 #include <fmt/format.h>
 
 #include "base/assert.h"
+#include "statemachine/sql/chars.h"
 
 namespace raftlock::statemachine::sql {
 
 namespace {
 
-constexpr std::string_view kSyntaxError = "42601";
-constexpr std::string_view kNotSupported = "0A000";
-
-bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
 bool is_newline(char c) {
     return c == '\n' || c == '\r';
-}
-
-bool is_digit(char c) {
-    return c >= '0' && c <= '9';
 }
 
 // PostgreSQL's ident_start: ASCII letters, '_' and every byte of a multibyte character.

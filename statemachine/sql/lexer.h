@@ -14,6 +14,10 @@
 
 namespace raftlock::statemachine::sql {
 
+// The SQLSTATEs the lexer and the parser report.
+inline constexpr std::string_view kSyntaxError = "42601";
+inline constexpr std::string_view kNotSupported = "0A000";
+
 enum class TokenKind : uint8_t {
     kEnd,          // the end of the query (always the last token unless kError is)
     kIdent,        // an unquoted identifier or keyword: `text` folded to lower case

@@ -14,8 +14,6 @@ namespace raftlock::statemachine::sql {
 
 namespace {
 
-constexpr std::string_view kSyntaxError = "42601";
-constexpr std::string_view kNotSupported = "0A000";
 constexpr std::string_view kLimitExceeded = "54000";
 
 // PostgreSQL 16's reserved keywords (kwlist.h, RESERVED_KEYWORD): never a column, table or

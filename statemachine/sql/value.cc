@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/assert.h"
+#include "statemachine/sql/chars.h"
 
 namespace raftlock::statemachine::sql {
 
@@ -23,14 +24,6 @@ constexpr TimestampUs kMinusInfinity = std::numeric_limits<int64_t>::min();
 // 23:59:59.999999. Days from the epoch of 0001-01-01 and 10000-01-01.
 constexpr int64_t kFirstDay = -719162;
 constexpr int64_t kEndDay = 2932897;
-
-bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-bool is_digit(char c) {
-    return c >= '0' && c <= '9';
-}
 
 char to_lower(char c) {
     return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;

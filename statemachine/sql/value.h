@@ -21,6 +21,8 @@ enum class Type : uint8_t {
     kText,         // text and varchar(n) (n kept in the column's schema), OID 25
     kTimestamptz,  // timestamp with time zone, OID 1184; microseconds since the Unix epoch, UTC
 };
+// The highest Type: what the decoders accept (codec.cc, engine_snapshot.cc).
+inline constexpr uint8_t kTypeMax = static_cast<uint8_t>(Type::kTimestamptz);
 
 uint32_t type_oid(Type type);
 std::string_view type_name(Type type);  // "boolean", "integer", "bigint", "text", ...

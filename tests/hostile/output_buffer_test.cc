@@ -26,7 +26,8 @@
 #include "tests/test_ports.h"
 
 namespace raftlock::hostile {
-namespace {
+// Named, not anonymous: in a unity build its helpers stay apart from other test files'.
+namespace output_buffer_test {
 
 using integration::ProcessCluster;
 using integration::RawConnection;
@@ -135,5 +136,5 @@ TEST_CASE("30 Redis clients pipelining GETs of 4 MiB without reading cannot exha
                 << probe.slowest_ms() << " ms");
 }
 
-}  // namespace
+}  // namespace output_buffer_test
 }  // namespace raftlock::hostile

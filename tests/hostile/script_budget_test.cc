@@ -24,7 +24,8 @@
 #include "tests/integration/process_cluster.h"
 
 namespace raftlock::hostile {
-namespace {
+// Named, not anonymous: in a unity build its helpers stay apart from other test files'.
+namespace script_budget_test {
 
 using integration::ProcessCluster;
 using Clock = std::chrono::steady_clock;
@@ -117,5 +118,5 @@ TEST_CASE("pipelined EVALs of an allocating loop stop at their budget on every r
     WARN(sent << " EVALs over budget; slowest write " << probe.slowest_ms() << " ms");
 }
 
-}  // namespace
+}  // namespace script_budget_test
 }  // namespace raftlock::hostile

@@ -18,7 +18,8 @@
 #include "tests/integration/process_cluster.h"
 
 namespace raftlock::hostile {
-namespace {
+// Named, not anonymous: in a unity build its helpers stay apart from other test files'.
+namespace sql_statement_test {
 
 using integration::ProcessCluster;
 using Clock = std::chrono::steady_clock;
@@ -137,5 +138,5 @@ TEST_CASE("a statement past its row budget fails on every replica; a keyed one d
     }
 }
 
-}  // namespace
+}  // namespace sql_statement_test
 }  // namespace raftlock::hostile

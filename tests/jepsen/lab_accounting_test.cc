@@ -627,7 +627,7 @@ private:
     std::filesystem::path path_;
 };
 
-std::string slurp(const std::string& path) {
+std::string read_whole_file(const std::string& path) {
     std::ifstream in(path);
     std::ostringstream out;
     out << in.rdbuf();
@@ -649,14 +649,14 @@ TEST_CASE("raftlock-lab-check exits 0 for a valid cell and writes its sections a
     CHECK(out.find("\"progress\":{\"before_first_fault\":{\"1\":1,\"2\":1},"
                    "\"after_final_heal\":{\"1\":1,\"2\":1}},\"invalid\":[],"
                    "\"history_ops\":16}") != std::string::npos);
-    std::string tsv = slurp(options.sections_path);
+    std::string tsv = read_whole_file(options.sections_path);
     CHECK(tsv.rfind("worker\tgrant\tstart_s\tend_s\toverlapped\taccepted_writes\trefused\n"
                     "1\t1\t0.102000\t0.103000\t0\t1\t0\n",
                     0) == 0);
     CHECK(std::count(tsv.begin(), tsv.end(), '\n') == 5);
 
     // The history is the event records, and the mutex model accepts this clean run.
-    std::string history = slurp(options.history_path);
+    std::string history = read_whole_file(options.history_path);
     CHECK(history.rfind("{\"index\":0,\"time_ns\":100000000,\"process\":1,\"type\":\"invoke\","
                         "\"f\":\"acquire\",\"key\":\"L\",\"value\":null}\n",
                         0) == 0);

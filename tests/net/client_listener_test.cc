@@ -12,7 +12,8 @@
 #include "tests/net/net_test_util.h"
 
 namespace raftlock::net {
-namespace {
+// Named, not anonymous: in a unity build its helpers stay apart from other test files'.
+namespace client_listener_test {
 
 namespace asio = boost::asio;
 using testing::RawClient;
@@ -406,5 +407,5 @@ TEST_CASE("stop closes every connection without further handler calls", "[net][c
     f.listener.send(f.nth_open(0), proto::ServerMessage());  // ignored, no crash
 }
 
-}  // namespace
+}  // namespace client_listener_test
 }  // namespace raftlock::net

@@ -11,7 +11,8 @@
 #include <catch2/catch.hpp>
 
 namespace raftlock::server {
-namespace {
+// Named, not anonymous: in a unity build its helpers stay apart from other test files'.
+namespace redis_frontend_test {
 
 using redis::Value;
 
@@ -183,5 +184,5 @@ TEST_CASE("a deep pipeline pauses reading until it drains", "[redis]") {
     f.frontend.on_reply(kConn, 99, Value::ok());
 }
 
-}  // namespace
+}  // namespace redis_frontend_test
 }  // namespace raftlock::server

@@ -40,17 +40,12 @@ uint64_t derive_seed(uint64_t seed, uint64_t stream) {
     return rng.next();
 }
 
-template <typename T, size_t N>
-T pick(Rng& rng, const T (&choices)[N]) {
-    return choices[rng.uniform(N)];
-}
-
 NodeParams pick_node_params(Rng& rng, BreakControl control) {
     NodeParams p;
     raft::Config& c = p.raft;
     c.election_tick = 10;
     const int heartbeats[] = {1, 1, 2, 3};
-    c.heartbeat_tick = pick(rng, heartbeats);
+    c.heartbeat_tick = rng.pick(heartbeats);
     c.pre_vote = rng.chance(4, 5);
     c.check_quorum = rng.chance(4, 5);
     if (!c.pre_vote && !c.check_quorum) {
@@ -60,21 +55,21 @@ NodeParams pick_node_params(Rng& rng, BreakControl control) {
         c.pre_vote = true;
     }
     const uint64_t msg_sizes[] = {64, 256, 4096, 1 << 20};
-    c.max_size_per_msg_bytes = pick(rng, msg_sizes);
+    c.max_size_per_msg_bytes = rng.pick(msg_sizes);
     const uint32_t inflights[] = {1, 4, 32, 256};
-    c.max_inflight_msgs = pick(rng, inflights);
+    c.max_inflight_msgs = rng.pick(inflights);
     const uint64_t ready_sizes[] = {128, 64 << 20};
-    c.max_committed_size_per_ready_bytes = pick(rng, ready_sizes);
+    c.max_committed_size_per_ready_bytes = rng.pick(ready_sizes);
     const uint64_t uncommitted[] = {0, 2048, 256 << 20};
-    c.max_uncommitted_entries_bytes = pick(rng, uncommitted);
+    c.max_uncommitted_entries_bytes = rng.pick(uncommitted);
     const uint64_t chunks[] = {16, 64, 1024, 1 << 20};
-    c.snapshot_chunk_bytes = pick(rng, chunks);
+    c.snapshot_chunk_bytes = rng.pick(chunks);
     const uint32_t every[] = {0, 5, 20, 50};
-    p.snapshot_every_entries = pick(rng, every);
+    p.snapshot_every_entries = rng.pick(every);
     const uint32_t lags[] = {0, 3, 10, 30};
-    p.compaction_lag_entries = pick(rng, lags);
+    p.compaction_lag_entries = rng.pick(lags);
     const uint32_t writes_in_flight[] = {1, 2, 4, 8};
-    p.max_writes_in_flight = pick(rng, writes_in_flight);
+    p.max_writes_in_flight = rng.pick(writes_in_flight);
 #ifdef RAFTLOCK_NEGATIVE_CONTROLS
     c.negative_controls.reply_vote_before_persist = control == BreakControl::kVoteBeforePersist;
     c.negative_controls.commit_earlier_terms_by_counting =

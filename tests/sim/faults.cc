@@ -10,11 +10,6 @@ namespace {
 
 constexpr size_t kActions = static_cast<size_t>(NemesisAction::kCount);
 
-template <typename T, size_t N>
-T pick(Rng& rng, const T (&choices)[N]) {
-    return choices[rng.uniform(N)];
-}
-
 }  // namespace
 
 std::string_view to_string(NemesisAction action) {
@@ -73,7 +68,7 @@ std::string FaultProfile::describe() const {
 FaultProfile pick_fault_profile(Rng& rng) {
     FaultProfile p;
     const uint64_t intervals_us[] = {30'000, 80'000, 200'000};
-    p.nemesis_interval_min_us = pick(rng, intervals_us);
+    p.nemesis_interval_min_us = rng.pick(intervals_us);
     p.nemesis_interval_max_us = p.nemesis_interval_min_us * 4;
     // Every action is likely enabled; a third of them get a low weight, so some seeds hammer
     // one kind of fault.
@@ -82,19 +77,19 @@ FaultProfile pick_fault_profile(Rng& rng) {
         const auto action = static_cast<NemesisAction>(i);
         // Drawn from their own Rngs: pick_storage_faults, pick_hostile_peer_fault.
         if (action != NemesisAction::kCorruptDisk && action != NemesisAction::kHostilePeer) {
-            p.weights[i] = pick(rng, weight_choices);
+            p.weights[i] = rng.pick(weight_choices);
         }
     }
     p.weights[static_cast<size_t>(NemesisAction::kHealNetwork)] += 4;
     const uint32_t stage_ppm[] = {0, 500, 2000, 10'000};
-    p.stage_crash_ppm = pick(rng, stage_ppm);
+    p.stage_crash_ppm = rng.pick(stage_ppm);
     const uint32_t vote_crash[] = {0, 100, 300, 600};
-    p.vote_crash_per_mille = pick(rng, vote_crash);
+    p.vote_crash_per_mille = rng.pick(vote_crash);
     const uint64_t downtimes_us[] = {1'000, 50'000, 300'000};
     p.downtime_min_us = 0;
-    p.downtime_max_us = pick(rng, downtimes_us);
+    p.downtime_max_us = rng.pick(downtimes_us);
     const uint32_t drifts[] = {0, 20, 100, 250};
-    p.clock_drift_per_mille = pick(rng, drifts);
+    p.clock_drift_per_mille = rng.pick(drifts);
     return p;
 }
 
@@ -102,15 +97,15 @@ void pick_storage_faults(Rng& rng, FaultProfile& profile) {
     // Low rates: a failed write is one more kind of crash, and a corrupt disk takes a node out
     // for good (at most once per run), so most of a run stays about the other faults.
     const uint32_t write_ppm[] = {0, 0, 300, 1000};
-    profile.write_failure_ppm = pick(rng, write_ppm);
+    profile.write_failure_ppm = rng.pick(write_ppm);
     const uint32_t corrupt_weights[] = {0, 0, 0, 1};
-    profile.weights[static_cast<size_t>(NemesisAction::kCorruptDisk)] = pick(rng, corrupt_weights);
+    profile.weights[static_cast<size_t>(NemesisAction::kCorruptDisk)] = rng.pick(corrupt_weights);
 }
 
 void pick_hostile_peer_fault(Rng& rng, FaultProfile& profile) {
     // Three seeds in four meet a broken peer, some of them often.
     const uint32_t weights[] = {0, 2, 4, 8};
-    profile.weights[static_cast<size_t>(NemesisAction::kHostilePeer)] = pick(rng, weights);
+    profile.weights[static_cast<size_t>(NemesisAction::kHostilePeer)] = rng.pick(weights);
 }
 
 NetworkProfile calm_network_profile() {
@@ -120,15 +115,15 @@ NetworkProfile calm_network_profile() {
 NetworkProfile pick_network_profile(Rng& rng) {
     NetworkProfile n;
     const uint32_t drops[] = {0, 0, 10, 50, 200};
-    n.drop_per_mille = pick(rng, drops);
+    n.drop_per_mille = rng.pick(drops);
     const uint32_t dups[] = {0, 10, 100};
-    n.duplicate_per_mille = pick(rng, dups);
+    n.duplicate_per_mille = rng.pick(dups);
     const uint64_t mins_us[] = {50, 200, 1'000};
-    n.delay_min_us = pick(rng, mins_us);
+    n.delay_min_us = rng.pick(mins_us);
     const uint64_t spreads_us[] = {500, 3'000, 20'000};
-    n.delay_max_us = n.delay_min_us + pick(rng, spreads_us);
+    n.delay_max_us = n.delay_min_us + rng.pick(spreads_us);
     const uint32_t spikes[] = {0, 10, 50};
-    n.spike_per_mille = pick(rng, spikes);
+    n.spike_per_mille = rng.pick(spikes);
     n.spike_max_us = n.spike_per_mille > 0 ? 80'000 : 0;
     return n;
 }

@@ -30,11 +30,6 @@ struct Target {
     bool leader;
 };
 
-template <typename T, size_t N>
-T pick(Rng& rng, const T (&choices)[N]) {
-    return choices[rng.uniform(N)];
-}
-
 Message base(MessageType type, raft::NodeId from, const Target& t) {
     return Message{.type = type, .from = from, .to = t.id, .term = t.term};
 }
@@ -59,12 +54,12 @@ HostileMessage misaddressed(Rng& rng, raft::NodeId from, const Target& t) {
 HostileMessage term_beyond_max(Rng& rng, raft::NodeId from, const Target& t) {
     const MessageType types[] = {MessageType::kHeartbeat, MessageType::kAppend, MessageType::kVote,
                                  MessageType::kPreVote, MessageType::kAppendResponse};
-    Message m = base(pick(rng, types), from, t);
+    Message m = base(rng.pick(types), from, t);
     const raft::Term terms[] = {kU64Max, kTermMax + 1, kTermMax + 1 + rng.uniform(1ULL << 40)};
     if (rng.chance(1, 4)) {
-        m.log_term = pick(rng, terms);  // issue 16's term in another field
+        m.log_term = rng.pick(terms);  // issue 16's term in another field
     } else {
-        m.term = pick(rng, terms);  // issue 16, row 1: a heartbeat of term 2^64-1
+        m.term = rng.pick(terms);  // issue 16, row 1: a heartbeat of term 2^64-1
     }
     return {m, MessageFault::kTermBeyondMax};
 }
@@ -75,7 +70,7 @@ HostileMessage term_jump(Rng& rng,
                          const raft::PeerInputLimits& limits) {
     const MessageType types[] = {MessageType::kHeartbeat, MessageType::kAppend, MessageType::kVote,
                                  MessageType::kPreVote, MessageType::kTimeoutNow};
-    Message m = base(pick(rng, types), from, t);
+    Message m = base(rng.pick(types), from, t);
     m.term = t.term + limits.term_jump_max + 1 + rng.uniform(1000);
     return {m, MessageFault::kTermJump};
 }

@@ -12,8 +12,8 @@ namespace raftlock::sim::replica {
 namespace {
 
 constexpr const char* kCreateTable = "CREATE TABLE IF NOT EXISTS sim_rows (client int, n int)";
-constexpr const char* kLock = "SELECT pg_try_advisory_lock(7)";
-constexpr const char* kUnlock = "SELECT pg_advisory_unlock(7)";
+constexpr const char* kTryLockQuery = "SELECT pg_try_advisory_lock(7)";
+constexpr const char* kUnlockQuery = "SELECT pg_advisory_unlock(7)";
 
 uint32_t read_be32(const std::string& s, size_t at) {
     return (uint32_t{static_cast<uint8_t>(s[at])} << 24) |
@@ -146,13 +146,13 @@ void SqlClients::step(Client& c) {
     }
     if (!c.holding) {
         if (!stopping_) {
-            query(c, Op::kLock, kLock);
+            query(c, Op::kLock, kTryLockQuery);
         }
         return;
     }
     if (c.statements_left == 0 || stopping_) {
         c.holding = false;  // stops counting the lock as its own when it sends the unlock
-        query(c, Op::kUnlock, kUnlock);
+        query(c, Op::kUnlock, kUnlockQuery);
         return;
     }
     --c.statements_left;
