@@ -22,6 +22,7 @@
 #include "net/peer_transport.h"
 #include "net/pg_listener.h"
 #include "net/resp_listener.h"
+#include "net/zk_listener.h"
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
 #include "server/clock.h"
@@ -32,6 +33,7 @@
 #include "server/redis_frontend.h"
 #include "server/replica.h"
 #include "server/storage_worker.h"
+#include "server/zk_frontend.h"
 #include "statemachine/redis/lua_script.h"
 #include "storage/rocks_storage.h"
 
@@ -51,13 +53,39 @@ public:
     }
 };
 
+// The Replica's answers: to the client port, or to the ZooKeeper front end for the connections it
+// opened (kZkConnectionBit), which it serves as native requests.
 class ListenerSink final : public ClientSink {
 public:
     net::ClientListener* listener = nullptr;
+    ZkFrontend* zk_frontend = nullptr;
+    net::ZkListener* zk_listener = nullptr;
     void send(net::ConnectionId id, const proto::ServerMessage& message) override {
+        if ((id & net::kZkConnectionBit) != 0) {
+            zk_frontend->on_server_message(id, message);
+            return;
+        }
         listener->send(id, message);
     }
+    void close(net::ConnectionId id) override {
+        if ((id & net::kZkConnectionBit) != 0) {
+            zk_listener->close(id);
+            return;
+        }
+        listener->close(id);
+    }
+};
+
+class ZkSink final : public ZkOutput {
+public:
+    net::ZkListener* listener = nullptr;
+    void send(net::ConnectionId id, std::string bytes) override {
+        listener->send(id, std::move(bytes));
+    }
     void close(net::ConnectionId id) override { listener->close(id); }
+    void pause_reading(net::ConnectionId id, bool paused) override {
+        listener->pause_reading(id, paused);
+    }
 };
 
 class RespSink final : public RespOutput {
@@ -150,17 +178,35 @@ void add_gauges(Metrics& metrics, const Replica& replica) {
 
 // Connections closed for unread replies over --client-output-buffer-bytes-max, over the client,
 // Redis and PostgreSQL ports (those not configured are null).
+// The settings every client port shares (the listener option structs name them alike): its
+// address, and the node's connection and output limits.
+template <typename ListenerOptions>
+ListenerOptions client_port_options(const ServerConfig& config,
+                                    const Endpoint& listen,
+                                    const std::shared_ptr<net::ConnectionBudget>& budget) {
+    ListenerOptions options;
+    options.listen_host = listen.host;
+    options.listen_port = listen.port;
+    options.connections_max = config.connections_max;
+    options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
+    options.message_deadline_ms = config.client_message_deadline_ms;
+    options.budget = budget;
+    return options;
+}
+
 void add_output_buffer_counter(Metrics& metrics,
                                const net::ClientListener& client,
                                const net::RespListener* redis,
-                               const net::PgListener* pg) {
+                               const net::PgListener* pg,
+                               const net::ZkListener* zk) {
     metrics.add_counter("raftlock_client_output_buffer_disconnects_total",
                         "Client connections closed because their unread replies exceeded "
                         "--client-output-buffer-bytes-max.",
-                        [&client, redis, pg] {
+                        [&client, redis, pg, zk] {
                             uint64_t total = client.stats().slow_consumers;
                             total += redis != nullptr ? redis->stats().slow_consumers : 0;
                             total += pg != nullptr ? pg->stats().slow_consumers : 0;
+                            total += zk != nullptr ? zk->stats().slow_consumers : 0;
                             return static_cast<double>(total);
                         });
 }
@@ -248,14 +294,9 @@ int run(const ServerConfig& config) {
     });
     peer_sink.transport = &transport;
 
-    net::ClientListenerOptions client_options;
-    client_options.listen_host = config.client_listen.host;
-    client_options.listen_port = config.client_listen.port;
+    auto client_options =
+        client_port_options<net::ClientListenerOptions>(config, config.client_listen, budget);
     client_options.frame_bytes_max = config.client_frame_bytes_max;
-    client_options.connections_max = config.connections_max;
-    client_options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
-    client_options.message_deadline_ms = config.client_message_deadline_ms;
-    client_options.budget = budget;
     net::ClientListener listener(io, client_options, replica);
     client_sink.listener = &listener;
 
@@ -268,13 +309,8 @@ int run(const ServerConfig& config) {
         redis_options.password = config.redis_password;
         redis_options.node_id = config.node_id;
         redis_frontend = std::make_unique<RedisFrontend>(redis_options, resp_sink, replica);
-        net::RespListenerOptions resp_options;
-        resp_options.listen_host = config.redis_listen.host;
-        resp_options.listen_port = config.redis_listen.port;
-        resp_options.connections_max = config.connections_max;
-        resp_options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
-        resp_options.message_deadline_ms = config.client_message_deadline_ms;
-        resp_options.budget = budget;
+        const auto resp_options =
+            client_port_options<net::RespListenerOptions>(config, config.redis_listen, budget);
         redis_listener = std::make_unique<net::RespListener>(io, resp_options, *redis_frontend);
         resp_sink.listener = redis_listener.get();
         replica.set_redis_frontend(redis_frontend.get());
@@ -296,13 +332,8 @@ int run(const ServerConfig& config) {
         pg_options.node_id = config.node_id;
         pg_options.secret_seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
         pg_frontend = std::make_unique<PgFrontend>(pg_options, pg_sink, replica);
-        net::PgListenerOptions listen_options;
-        listen_options.listen_host = config.pg_listen.host;
-        listen_options.listen_port = config.pg_listen.port;
-        listen_options.connections_max = config.connections_max;
-        listen_options.send_queue_bytes_max = config.client_output_buffer_bytes_max;
-        listen_options.message_deadline_ms = config.client_message_deadline_ms;
-        listen_options.budget = budget;
+        const auto listen_options =
+            client_port_options<net::PgListenerOptions>(config, config.pg_listen, budget);
         pg_listener = std::make_unique<net::PgListener>(io, listen_options, *pg_frontend);
         pg_sink.listener = pg_listener.get();
         replica.set_pg_frontend(pg_frontend.get());
@@ -314,7 +345,38 @@ int run(const ServerConfig& config) {
                      config.pg_listen.host, pg_listener->port());
     }
 
-    add_output_buffer_counter(metrics, listener, redis_listener.get(), pg_listener.get());
+    // The ZooKeeper port, when configured (docs/zookeeper-mode.md).
+    ZkSink zk_sink;
+    std::unique_ptr<ZkFrontend> zk_frontend;
+    std::unique_ptr<net::ZkListener> zk_listener;
+    if (!config.zk_listen.host.empty()) {
+        ZkFrontendOptions zk_options;
+        zk_options.node_id = config.node_id;
+        zk_options.session_timeout_ms_min = static_cast<int32_t>(config.session_timeout_ms_min);
+        zk_options.session_timeout_ms_max = static_cast<int32_t>(config.session_timeout_ms_max);
+        // Every node derives the same session passwords, so a session moves to any node.
+        zk_options.password_seed = config.cluster_id;
+        zk_options.server_facts = [&replica] {
+            return ZkServerFacts{replica.is_leader(), replica.applied_index(),
+                                 replica.state().node_count()};
+        };
+        zk_frontend = std::make_unique<ZkFrontend>(zk_options, zk_sink, replica);
+        const auto listen_options =
+            client_port_options<net::ZkListenerOptions>(config, config.zk_listen, budget);
+        zk_listener = std::make_unique<net::ZkListener>(io, listen_options, *zk_frontend);
+        zk_sink.listener = zk_listener.get();
+        client_sink.zk_frontend = zk_frontend.get();
+        client_sink.zk_listener = zk_listener.get();
+        if (auto started = zk_listener->start(); !started.ok()) {
+            spdlog::critical("cannot listen on the zookeeper port: {}", started.error());
+            return 1;
+        }
+        spdlog::info("node {} serving ZooKeeper clients on {}:{}", config.node_id,
+                     config.zk_listen.host, zk_listener->port());
+    }
+
+    add_output_buffer_counter(metrics, listener, redis_listener.get(), pg_listener.get(),
+                              zk_listener.get());
     metrics.add_counter("raftlock_client_connections_refused_total",
                         "Client connections refused at accept: over the node's client "
                         "connections or those of one address.",
@@ -375,6 +437,9 @@ int run(const ServerConfig& config) {
             }
             if (pg_listener) {
                 pg_listener->stop();
+            }
+            if (zk_listener) {
+                zk_listener->stop();
             }
             transport.stop();
             io.stop();

@@ -321,6 +321,7 @@ struct BodyWriter {
     Writer& w;
 
     void operator()(const EmptyResponse&) const {}
+    void operator()(const ErrorResponse& r) const { w.i32(static_cast<int32_t>(r.err)); }
     void operator()(const CreateResponse& r) const { w.bytes(std::string_view(r.path)); }
     void operator()(const Create2Response& r) const {
         w.bytes(std::string_view(r.path));

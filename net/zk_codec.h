@@ -353,6 +353,9 @@ struct WhoAmIResponse {
     std::vector<ClientInfo> infos;
 };
 struct EmptyResponse {};  // delete, ping, closeSession, setWatches, check, auth, ...
+struct ErrorResponse {    // addWatch: ZooKeeper answers it with an ErrorResponse record
+    Err err = Err::kOk;
+};
 
 // One result of a multi or multiRead: the op's type and its answer, or kError with the code.
 struct MultiResult {
@@ -371,6 +374,7 @@ struct MultiResponse {
 };
 
 using ResponseBody = std::variant<EmptyResponse,
+                                  ErrorResponse,
                                   CreateResponse,
                                   Create2Response,
                                   StatResponse,

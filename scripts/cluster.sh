@@ -9,8 +9,9 @@
 #   scripts/cluster.sh start N         start node N again, wait until it serves (it replays its log)
 #
 # Node N listens on 127.0.0.1: Raft 700N, clients 710N, admin HTTP 720N, Redis (RESP) 730N,
-# PostgreSQL 740N; its data directory is ./data/nodeN, with raftlockd.log and raftlockd.pid in it.
-# See docs/operations.md, docs/redis-mode.md and docs/sql-mode.md.
+# PostgreSQL 740N, ZooKeeper 750N; its data directory is ./data/nodeN, with raftlockd.log and
+# raftlockd.pid in it.
+# See docs/operations.md, docs/redis-mode.md, docs/sql-mode.md and docs/zookeeper-mode.md.
 #
 # Environment:
 #   RAFTLOCK_CLUSTER_ID   cluster id (default 1)
@@ -51,6 +52,7 @@ client_port() { echo $((port_base + 100 + $1)); }
 admin_port() { echo $((port_base + 200 + $1)); }
 redis_port() { echo $((port_base + 300 + $1)); }
 pg_port() { echo $((port_base + 400 + $1)); }
+zk_port() { echo $((port_base + 500 + $1)); }
 node_dir() { echo "$data_dir/node$1"; }
 pid_file() { echo "$data_dir/node$1/raftlockd.pid"; }
 log_file() { echo "$data_dir/node$1/raftlockd.log"; }
@@ -155,6 +157,7 @@ start_node() {
             --admin-listen "127.0.0.1:$(admin_port "$n")" \
             --redis-listen "127.0.0.1:$(redis_port "$n")" \
             --pg-listen "127.0.0.1:$(pg_port "$n")" \
+            --zk-listen "127.0.0.1:$(zk_port "$n")" \
             --data-dir "$(abs_path "$(node_dir "$n")")" ${RAFTLOCKD_ARGS:-} \
             >>"$(log_file "$n")" 2>&1 </dev/null &
         echo $! >"$(pid_file "$n")"
@@ -229,7 +232,8 @@ print_endpoints() {
     for n in "${nodes[@]}"; do
         printf '  node %s: raft 127.0.0.1:%s  client 127.0.0.1:%s  admin http://127.0.0.1:%s' \
             "$n" "$(raft_port "$n")" "$(client_port "$n")" "$(admin_port "$n")"
-        printf '  redis 127.0.0.1:%s  postgres 127.0.0.1:%s\n' "$(redis_port "$n")" "$(pg_port "$n")"
+        printf '  redis 127.0.0.1:%s  postgres 127.0.0.1:%s  zookeeper 127.0.0.1:%s\n' \
+            "$(redis_port "$n")" "$(pg_port "$n")" "$(zk_port "$n")"
     done
     echo
     echo "export RAFTLOCK_ENDPOINTS=$(endpoints)"

@@ -19,6 +19,8 @@ packages=(
     postgresql-15 postgresql-client-15 python3-psycopg2 python3-psycopg
     # bench/raftlock-bench's postgres driver (libpq), for the SQL mode and a real PostgreSQL
     libpq-dev
+    # the ZooKeeper mode's tests: kazoo, unmodified
+    python3-kazoo
 )
 
 missing=()

@@ -253,6 +253,9 @@ void add_identity_fields(std::vector<Field>& out) {
     out.push_back(text_field({"pg-password", "pg_password", "TEXT", "Addresses",
                               "PostgreSQL clients must give it (md5); trust when not given"},
                              &ServerConfig::pg_password));
+    out.push_back(endpoint_field({"zk-listen", "zk_listen", "HOST:PORT", "Addresses",
+                                  "ZooKeeper client-protocol port; off when not given"},
+                                 &ServerConfig::zk_listen));
     out.push_back(data_dir_field({"data-dir", "data_dir", "DIR", "Addresses",
                                   "Raft log and snapshots, created if missing", "data/node1"}));
 }
@@ -475,12 +478,23 @@ std::string check_listen_addresses(const ServerConfig& c, const Namer& namer) {
         return fmt::format("{}: same as --client-listen: expected an address of its own",
                            namer.value(admin, to_string(c.admin_listen)));
     }
-    // The optional ports (Redis, PostgreSQL) need addresses of their own too.
-    for (const char* flag : {"redis-listen", "pg-listen"}) {
+    // The optional ports (Redis, PostgreSQL, ZooKeeper) need addresses of their own too.
+    const std::pair<const char*, const Endpoint*> optional_ports[] = {
+        {"redis-listen", &c.redis_listen},
+        {"pg-listen", &c.pg_listen},
+        {"zk-listen", &c.zk_listen}};
+    for (size_t i = 0; i < std::size(optional_ports); ++i) {
+        const auto& [flag, endpoint] = optional_ports[i];
         const Field& field = field_by_flag(flag);
-        const Endpoint& e = std::string_view(flag) == "redis-listen" ? c.redis_listen : c.pg_listen;
+        const Endpoint& e = *endpoint;
         if (e.host.empty()) {
             continue;
+        }
+        for (size_t j = 0; j < i; ++j) {
+            if (e == *optional_ports[j].second) {
+                return fmt::format("{}: same as --{}: expected an address of its own",
+                                   namer.value(field, to_string(e)), optional_ports[j].first);
+            }
         }
         for (const Member& m : c.members) {
             if (m.raft == e) {
@@ -493,10 +507,6 @@ std::string check_listen_addresses(const ServerConfig& c, const Namer& namer) {
                 "{}: same as the client or admin port: expected an address of its own",
                 namer.value(field, to_string(e)));
         }
-    }
-    if (!c.pg_listen.host.empty() && c.pg_listen == c.redis_listen) {
-        return fmt::format("{}: same as --redis-listen: expected an address of its own",
-                           namer.value(field_by_flag("pg-listen"), to_string(c.pg_listen)));
     }
     return "";
 }

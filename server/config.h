@@ -63,6 +63,8 @@ struct ServerConfig {
     Endpoint pg_listen;       // --pg-listen HOST:PORT: the PostgreSQL port (docs/sql-mode.md); off
                               // when not given
     std::string pg_password;  // --pg-password: md5 authentication when not empty, else trust
+    Endpoint zk_listen;       // --zk-listen HOST:PORT: the ZooKeeper port (docs/zookeeper-mode.md);
+                              // off when not given
     std::string data_dir;     // --data-dir (required); created when missing
 
     // --- timing

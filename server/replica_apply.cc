@@ -222,6 +222,13 @@ void Replica::answer_write(const sm::Command& command, const sm::ApplyResult& re
     }
     proto::Response response;
     fill_write_response(command, result.response, response);
+    if (const auto* attach = std::get_if<sm::AttachSession>(&command.op);
+        attach && result.response.code == sm::ErrorCode::kOk) {
+        // The session exists: the entry just found it.
+        const std::optional<sm::SessionInfo> session = sm_.session(attach->session);
+        RL_ASSERT(session.has_value());
+        response.mutable_attach_session()->set_timeout_ms(session->timeout_ms);
+    }
     respond(client, response);
 }
 

@@ -71,6 +71,9 @@ void Replica::serve_read(const ClientRef& client, const proto::Request& request)
             for (const std::string& name : *names) {
                 response.mutable_children()->add_names(name);
             }
+            const std::optional<sm::Stat> parent = sm_.exists(request.children().path());
+            RL_ASSERT(parent.has_value());  // its children were just listed
+            to_proto(*parent, *response.mutable_children()->mutable_stat());
             if (request.children().watch()) {
                 watch(request.children().path(), sm::WatchKind::kChildren);
             }

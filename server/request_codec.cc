@@ -243,7 +243,7 @@ void fill_write_response(const sm::Command& command,
         out.mutable_open_session()->set_session_id(response.session);
         out.mutable_open_session()->set_timeout_ms(open->timeout_ms);
     } else if (const auto* attach = std::get_if<sm::AttachSession>(&command.op)) {
-        out.mutable_attach_session()->set_first_seq(attach->first_seq);
+        out.mutable_attach_session()->set_first_seq(attach->first_seq);  // timeout: the Replica
     } else if (std::holds_alternative<sm::Create>(command.op) ||
                std::holds_alternative<sm::SetData>(command.op)) {
         out.mutable_node()->set_path(response.path);

@@ -434,6 +434,11 @@ TEST_CASE("every cross-field rule is checked and named", "[server][config]") {
          "its own"},
         {with(with("--pg-listen", "127.0.0.1:7401"), "--redis-listen", {"127.0.0.1:7401"}),
          "--pg-listen 127.0.0.1:7401: same as --redis-listen: expected an address of its own"},
+        {with(with("--zk-listen", "127.0.0.1:7401"), "--pg-listen", {"127.0.0.1:7401"}),
+         "--zk-listen 127.0.0.1:7401: same as --pg-listen: expected an address of its own"},
+        {with("--zk-listen", "127.0.0.1:7101"),
+         "--zk-listen 127.0.0.1:7101: same as the client or admin port: expected an address of "
+         "its own"},
         {with(with("--pg-listen", "127.0.0.1:7401"), "--session-timeout-max-ms", {"5000"}),
          "--pg-session-timeout-ms 10000: expected within --session-timeout-min-ms 1000 and "
          "--session-timeout-max-ms 5000"},
@@ -550,7 +555,7 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
         {"colour = 1\n",
          "unknown key colour in {}: expected one of id, cluster_id, members, "
          "initial_cluster_state, client_listen, "
-         "admin_listen, redis_listen, redis_password, pg_listen, pg_password, data_dir, "
+         "admin_listen, redis_listen, redis_password, pg_listen, pg_password, zk_listen, data_dir, "
          "tick_ms, election_timeout_ms, heartbeat_interval_ms, "
          "session_timeout_min_ms, session_timeout_max_ms, request_timeout_ms, "
          "pg_session_timeout_ms, snapshot_every_entries, compaction_lag_entries, "

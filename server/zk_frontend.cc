@@ -1,0 +1,620 @@
+#include "server/zk_frontend.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "base/assert.h"
+
+namespace raftlock::server {
+
+namespace zk = net::zk;
+
+namespace {
+
+// The ZooKeeper release whose client protocol this front end speaks (admin tools print it).
+constexpr std::string_view kZkVersion = "3.8.0";
+
+// Mixes 64 bits (splitmix64's finalizer): the password only has to be a function of the session
+// that a client cannot guess from the id alone without the seed.
+uint64_t password_mix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+zk::Stat zk_stat_of(const proto::Stat& s) {
+    zk::Stat out;
+    out.czxid = static_cast<int64_t>(s.czxid());
+    out.mzxid = static_cast<int64_t>(s.mzxid());
+    out.pzxid = static_cast<int64_t>(s.pzxid());
+    out.ctime = s.ctime_ms();
+    out.mtime = s.mtime_ms();
+    out.version = s.version();
+    out.cversion = s.cversion();
+    out.aversion = 0;  // no ACLs yet: never changed
+    out.ephemeral_owner = static_cast<int64_t>(s.ephemeral_owner());
+    out.data_length = s.data_length();
+    out.num_children = s.num_children();
+    return out;
+}
+
+// The native codes a ZooKeeper client understands as such. The others (no leader, an unknown
+// outcome, a node going away) are answered by closing the connection: see complete().
+std::optional<zk::Err> zk_error_of(proto::Code code) {
+    switch (code) {
+        case proto::OK:
+            return zk::Err::kOk;
+        case proto::NO_NODE:
+            return zk::Err::kNoNode;
+        case proto::NODE_EXISTS:
+            return zk::Err::kNodeExists;
+        case proto::NOT_EMPTY:
+            return zk::Err::kNotEmpty;
+        case proto::BAD_VERSION:
+            return zk::Err::kBadVersion;
+        case proto::NO_CHILDREN_FOR_EPHEMERALS:
+            return zk::Err::kNoChildrenForEphemerals;
+        case proto::BAD_ARGUMENTS:
+        case proto::BAD_REQUEST:
+            return zk::Err::kBadArguments;
+        case proto::SESSION_EXPIRED:
+            return zk::Err::kSessionExpired;
+        case proto::RESULT_DISCARDED:
+            // A write of this connection refused because another connection attached the session
+            // since: ZooKeeper's SessionMovedException.
+            return zk::Err::kSessionMoved;
+        case proto::LIMIT_EXCEEDED:
+            return zk::Err::kQuotaExceeded;
+        case proto::TOO_MANY_REQUESTS:
+            return zk::Err::kThrottledOp;
+        case proto::ROLLED_BACK:
+            return zk::Err::kRuntimeInconsistency;
+        default:
+            break;
+    }
+    return std::nullopt;
+}
+
+std::optional<proto::NodeKind> zk_create_kind(int32_t flags) {
+    switch (static_cast<zk::CreateMode>(flags)) {
+        case zk::CreateMode::kPersistent:
+            return proto::PERSISTENT;
+        case zk::CreateMode::kEphemeral:
+            return proto::EPHEMERAL;
+        case zk::CreateMode::kPersistentSequential:
+            return proto::PERSISTENT_SEQUENTIAL;
+        case zk::CreateMode::kEphemeralSequential:
+            return proto::EPHEMERAL_SEQUENTIAL;
+        case zk::CreateMode::kContainer:
+            return proto::CONTAINER;
+        case zk::CreateMode::kPersistentWithTtl:
+            return proto::TTL;
+        case zk::CreateMode::kPersistentSequentialWithTtl:
+            break;  // the state machine has no sequential TTL node (docs/zookeeper-mode.md)
+    }
+    return std::nullopt;
+}
+
+zk::EventType zk_event_type(proto::EventType type) {
+    switch (type) {
+        case proto::NODE_CREATED:
+            return zk::EventType::kNodeCreated;
+        case proto::NODE_DELETED:
+            return zk::EventType::kNodeDeleted;
+        case proto::NODE_DATA_CHANGED:
+            return zk::EventType::kNodeDataChanged;
+        case proto::NODE_CHILDREN_CHANGED:
+            return zk::EventType::kNodeChildrenChanged;
+        default:
+            break;
+    }
+    RL_PANIC("a watch event of an unknown type from the replica");
+}
+
+}  // namespace
+
+ZkFrontend::ZkFrontend(ZkFrontendOptions options, ZkOutput& output, net::ClientHandler& backend)
+    : options_(options), output_(output), backend_(backend) {
+    RL_ASSERT(options_.session_timeout_ms_min > 0);
+    RL_ASSERT(options_.session_timeout_ms_min <= options_.session_timeout_ms_max);
+}
+
+std::string ZkFrontend::password_of(uint64_t session) const {
+    std::string out;
+    uint64_t word = password_mix(session ^ options_.password_seed);
+    for (size_t i = 0; i < zk::kPasswordBytes; ++i) {
+        if (i == 8) {
+            word = password_mix(word ^ options_.password_seed);
+        }
+        out.push_back(static_cast<char>(word >> (8 * (i % 8))));
+    }
+    return out;
+}
+
+void ZkFrontend::on_zk_open(net::ConnectionId id, const std::string& remote) {
+    auto [it, inserted] = conns_.try_emplace(id);
+    RL_ASSERT(inserted);
+    it->second.remote = remote;
+    backend_.on_client_open(id, remote);
+}
+
+void ZkFrontend::on_zk_close(net::ConnectionId id) {
+    if (conns_.erase(id) > 0) {
+        backend_.on_client_close(id);
+    }
+}
+
+void ZkFrontend::on_zk_message(net::ConnectionId id, std::string_view payload) {
+    auto it = conns_.find(id);
+    RL_ASSERT(it != conns_.end());
+    Conn& c = it->second;
+    switch (c.phase) {
+        case Phase::kAwaitConnect:
+            handle_connect(id, c, payload);
+            return;
+        case Phase::kConnecting:
+            // A client sends nothing before its ConnectResponse.
+            fail_connection(id, c, "a request before the session was established");
+            return;
+        case Phase::kClosing:
+            return;
+        case Phase::kOpen:
+            break;
+    }
+    Result<zk::Request, zk::DecodeError> request = zk::decode_request(payload);
+    if (!request.ok()) {
+        const zk::DecodeError& e = request.error();
+        if (e.fatal) {
+            fail_connection(id, c, "malformed request: " + e.message);
+            return;
+        }
+        // An operation this server does not serve: answered in its turn, the connection stays.
+        Pending p;
+        p.xid = e.xid;
+        p.route = Route::kNow;
+        std::string bytes;
+        zk::encode_reply(e.xid, c.last_zxid, zk::Err::kUnimplemented, zk::EmptyResponse{}, bytes);
+        p.reply = std::move(bytes);
+        c.pending.push_back(std::move(p));
+        flush(id, c);
+        return;
+    }
+    handle_request(id, c, std::move(request).value());
+}
+
+std::optional<std::string> ZkFrontend::on_zk_four_letter_word(std::string_view word) {
+    if (word == "ruok") {
+        return std::string("imok");
+    }
+    if (word == "isro") {
+        return std::string("rw");  // this server never serves read-only sessions
+    }
+    if ((word == "srvr" || word == "stat") && options_.server_facts) {
+        const ZkServerFacts facts = options_.server_facts();
+        std::string text = fmt::format(
+            "Zookeeper version: {}-raftlock, built on raftlock\n"
+            "Connections: {}\n"
+            "Zxid: 0x{:x}\n"
+            "Mode: {}\n"
+            "Node count: {}\n",
+            kZkVersion, conns_.size(), facts.applied_index, facts.leader ? "leader" : "follower",
+            facts.node_count);
+        if (word == "stat") {
+            text.insert(text.find("Connections"), "Clients:\n\n");
+        }
+        return text;
+    }
+    return std::nullopt;
+}
+
+void ZkFrontend::handle_connect(net::ConnectionId id, Conn& c, std::string_view payload) {
+    Result<zk::ConnectRequest, std::string> connect = zk::decode_connect_request(payload);
+    if (!connect.ok()) {
+        fail_connection(id, c, "malformed ConnectRequest: " + connect.error());
+        return;
+    }
+    c.connect = std::move(connect).value();
+    c.phase = Phase::kConnecting;
+    proto::Request request;
+    c.connect_request_id = c.next_request_id++;
+    request.set_request_id(c.connect_request_id);
+    if (c.connect.session_id == 0) {
+        const int32_t timeout = std::clamp(c.connect.timeout_ms, options_.session_timeout_ms_min,
+                                           options_.session_timeout_ms_max);
+        request.mutable_open_session()->set_timeout_ms(timeout);
+    } else {
+        const auto session = static_cast<uint64_t>(c.connect.session_id);
+        if (c.connect.password != password_of(session)) {
+            // ZooKeeper answers a wrong password as an expired session: timeout 0, no session.
+            std::string bytes;
+            zk::encode_connect_response(zk::ConnectResponse{}, bytes);
+            output_.send(id, std::move(bytes));
+            c.phase = Phase::kClosing;
+            output_.close(id);
+            return;
+        }
+        request.set_session_id(session);
+        request.mutable_attach_session();
+    }
+    backend_.on_client_request(id, std::move(request));
+}
+
+void ZkFrontend::answer_connect(net::ConnectionId id, Conn& c, const proto::Response& response) {
+    RL_ASSERT(c.phase == Phase::kConnecting);
+    zk::ConnectResponse out;
+    out.password = std::string(zk::kPasswordBytes, '\0');
+    if (response.code() == proto::OK && response.has_open_session()) {
+        c.session = response.open_session().session_id();
+        c.timeout_ms = static_cast<int32_t>(response.open_session().timeout_ms());
+        c.next_seq = 1;  // a new session: no other connection has written
+    } else if (response.code() == proto::OK && response.has_attach_session()) {
+        c.session = static_cast<uint64_t>(c.connect.session_id);
+        c.timeout_ms = static_cast<int32_t>(response.attach_session().timeout_ms());
+        c.next_seq = response.attach_session().first_seq();
+    } else if (response.code() == proto::SESSION_EXPIRED) {
+        std::string bytes;
+        zk::encode_connect_response(zk::ConnectResponse{}, bytes);  // timeout 0: expired
+        output_.send(id, std::move(bytes));
+        c.phase = Phase::kClosing;
+        output_.close(id);
+        return;
+    } else {
+        // No leader, a timeout, shutting down: the client tries another node.
+        fail_connection(id, c, "cannot establish the session now: " + response.message());
+        return;
+    }
+    RL_ASSERT(c.session != 0 && c.next_seq > 0);
+    out.timeout_ms = c.timeout_ms;
+    out.session_id = static_cast<int64_t>(c.session);
+    out.password = password_of(c.session);
+    out.read_only = false;
+    c.last_zxid = static_cast<int64_t>(response.applied_index());
+    c.phase = Phase::kOpen;
+    std::string bytes;
+    zk::encode_connect_response(out, bytes);
+    output_.send(id, std::move(bytes));
+}
+
+void ZkFrontend::handle_request(net::ConnectionId id, Conn& c, zk::Request&& in) {
+    Pending p;
+    p.xid = in.xid;
+    p.type = in.type;
+    if (std::optional<zk::Err> refused = translate(c, in, p)) {
+        p.route = Route::kNow;
+        std::string bytes;
+        zk::encode_reply(p.xid, c.last_zxid, *refused, zk::EmptyResponse{}, bytes);
+        p.reply = std::move(bytes);
+    }
+    c.pending.push_back(std::move(p));
+    if (c.pending.size() >= options_.pipeline_max && !c.paused) {
+        c.paused = true;
+        output_.pause_reading(id, true);
+    }
+    dispatch(id, c);
+    flush(id, c);
+}
+
+std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pending& out) {
+    proto::Request& r = out.request;
+    r.set_session_id(c.session);
+    auto write = [&] {
+        out.route = Route::kWrite;
+        out.seq = c.next_seq++;
+        r.set_seq(out.seq);
+        // Unanswered from now: ack_seq stays below it until its reply comes.
+        c.writes_outstanding.insert(out.seq);
+    };
+    switch (in.type) {
+        case zk::OpCode::kPing:
+            out.route = Route::kRead;
+            r.mutable_keep_alive();
+            return std::nullopt;
+        case zk::OpCode::kCreate:
+        case zk::OpCode::kCreate2:
+        case zk::OpCode::kCreateContainer:
+        case zk::OpCode::kCreateTtl: {
+            const auto& body = std::get<zk::CreateRequest>(in.body);
+            int32_t flags = body.flags;
+            if (in.type == zk::OpCode::kCreateContainer) {
+                flags = static_cast<int32_t>(zk::CreateMode::kContainer);
+            }
+            std::optional<proto::NodeKind> kind = zk_create_kind(flags);
+            if (!kind) {
+                return zk::Err::kBadArguments;
+            }
+            // A TTL mode only through createTTL, and createTTL only with one (as ZooKeeper).
+            const bool ttl_mode = *kind == proto::TTL;
+            if (ttl_mode != (in.type == zk::OpCode::kCreateTtl) || (ttl_mode && body.ttl <= 0)) {
+                return zk::Err::kBadArguments;
+            }
+            write();
+            proto::Create* create = r.mutable_create();
+            create->set_path(body.path);
+            create->set_data(body.data.value_or(""));
+            create->set_kind(*kind);
+            create->set_ttl_ms(ttl_mode ? body.ttl : 0);
+            return std::nullopt;
+        }
+        case zk::OpCode::kDelete: {
+            const auto& body = std::get<zk::DeleteRequest>(in.body);
+            write();
+            r.mutable_delete_()->set_path(body.path);
+            r.mutable_delete_()->set_version(body.version);
+            return std::nullopt;
+        }
+        case zk::OpCode::kSetData: {
+            const auto& body = std::get<zk::SetDataRequest>(in.body);
+            write();
+            r.mutable_set_data()->set_path(body.path);
+            r.mutable_set_data()->set_data(body.data.value_or(""));
+            r.mutable_set_data()->set_version(body.version);
+            return std::nullopt;
+        }
+        case zk::OpCode::kExists: {
+            const auto& body = std::get<zk::PathWatchRequest>(in.body);
+            out.route = Route::kRead;
+            r.mutable_exists()->set_path(body.path);
+            r.mutable_exists()->set_watch(body.watch);
+            return std::nullopt;
+        }
+        case zk::OpCode::kGetData: {
+            const auto& body = std::get<zk::PathWatchRequest>(in.body);
+            out.route = Route::kRead;
+            r.mutable_get()->set_path(body.path);
+            r.mutable_get()->set_watch(body.watch);
+            return std::nullopt;
+        }
+        case zk::OpCode::kGetChildren:
+        case zk::OpCode::kGetChildren2: {
+            const auto& body = std::get<zk::PathWatchRequest>(in.body);
+            out.route = Route::kRead;
+            r.mutable_children()->set_path(body.path);
+            r.mutable_children()->set_watch(body.watch);
+            return std::nullopt;
+        }
+        case zk::OpCode::kSync: {
+            // Every read here is linearizable already; a sync is one more ReadIndex round, so
+            // that the reads after it are served at or after it.
+            const auto& body = std::get<zk::PathRequest>(in.body);
+            out.route = Route::kRead;
+            r.mutable_exists()->set_path(body.path);
+            return std::nullopt;
+        }
+        case zk::OpCode::kAddWatch: {
+            // A persistent watch on this node (ZooKeeper 3.6), as the native AddWatch sets it. A
+            // read's place in the order: it sees the connection's writes before it.
+            const auto& body = std::get<zk::AddWatchRequest>(in.body);
+            if (body.mode != 0 && body.mode != 1) {
+                return zk::Err::kBadArguments;
+            }
+            out.route = Route::kRead;
+            r.mutable_add_watch()->set_path(body.path);
+            r.mutable_add_watch()->set_recursive(body.mode == 1);
+            return std::nullopt;
+        }
+        case zk::OpCode::kCloseSession:
+            write();
+            r.mutable_close_session();
+            out.closes = true;
+            return std::nullopt;
+        default:
+            break;
+    }
+    return zk::Err::kUnimplemented;
+}
+
+void ZkFrontend::dispatch(net::ConnectionId id, Conn& c) {
+    if (c.dispatching) {
+        c.progressed = true;
+        return;
+    }
+    c.dispatching = true;
+    do {
+        c.progressed = false;
+        dispatch_pass(id, c);
+    } while (c.progressed && c.phase == Phase::kOpen);
+    c.dispatching = false;
+}
+
+void ZkFrontend::dispatch_pass(net::ConnectionId id, Conn& c) {
+    // The requests from the first one not yet sent: each goes when nothing of the other route is
+    // in flight, in order; kNow ones are answered already. Indexes, not iterators: a synchronous
+    // answer may add to the deque's end (never removes: flush waits for dispatch to finish).
+    std::optional<Route> flying;
+    for (size_t i = 0; i < c.pending.size() && c.phase == Phase::kOpen; ++i) {
+        Pending& p = c.pending[i];
+        if (p.route == Route::kNow) {
+            continue;
+        }
+        if (p.dispatched) {
+            if (!p.reply) {
+                flying = p.route;
+            }
+            continue;
+        }
+        if (flying && *flying != p.route) {
+            return;
+        }
+        flying = p.route;
+        p.dispatched = true;
+        const uint64_t request_id = c.next_request_id++;
+        p.request.set_request_id(request_id);
+        if (p.route == Route::kWrite) {
+            p.request.set_ack_seq(ack_seq(c));
+            RL_ASSERT(p.request.ack_seq() < p.seq);
+        }
+        c.in_flight.emplace(request_id, p.xid);
+        proto::Request copy = p.request;
+        backend_.on_client_request(id, std::move(copy));
+    }
+}
+
+uint64_t ZkFrontend::ack_seq(const Conn& c) const {
+    // Every write below the oldest unanswered one has its reply; none at or above it is acked.
+    const uint64_t oldest =
+        c.writes_outstanding.empty() ? c.next_seq : *c.writes_outstanding.begin();
+    return oldest - 1;
+}
+
+void ZkFrontend::on_server_message(net::ConnectionId id, const proto::ServerMessage& message) {
+    auto it = conns_.find(id);
+    if (it == conns_.end()) {
+        return;
+    }
+    Conn& c = it->second;
+    if (message.has_watch_event()) {
+        const proto::WatchEvent& e = message.watch_event();
+        c.last_zxid = std::max(c.last_zxid, static_cast<int64_t>(e.zxid()));
+        std::string bytes;
+        zk::encode_watch_event(static_cast<int64_t>(e.zxid()), zk_event_type(e.type()),
+                               zk::KeeperState::kSyncConnected, e.path(), bytes);
+        output_.send(id, std::move(bytes));
+        return;
+    }
+    if (message.has_session_ended()) {
+        // The session expired or was closed elsewhere: a ZooKeeper server closes the connection,
+        // and the client learns of the expiry when it reconnects.
+        if (message.session_ended().session_id() == c.session) {
+            fail_connection(id, c, "the session ended");
+        }
+        return;
+    }
+    if (!message.has_response()) {
+        return;
+    }
+    const proto::Response& response = message.response();
+    if (c.phase == Phase::kConnecting && response.request_id() == c.connect_request_id) {
+        answer_connect(id, c, response);
+        return;
+    }
+    complete(id, c, response.request_id(), response);
+}
+
+void ZkFrontend::complete(net::ConnectionId id,
+                          Conn& c,
+                          uint64_t request_id,
+                          const proto::Response& response) {
+    auto flying = c.in_flight.find(request_id);
+    if (flying == c.in_flight.end() || c.phase != Phase::kOpen) {
+        return;  // a request of an earlier phase, or the connection is closing
+    }
+    const int32_t xid = flying->second;
+    c.in_flight.erase(flying);
+    auto p = std::find_if(c.pending.begin(), c.pending.end(), [&](const Pending& q) {
+        return q.dispatched && !q.reply && q.xid == xid && q.request.request_id() == request_id;
+    });
+    RL_ASSERT(p != c.pending.end());
+    if (p->route == Route::kWrite) {
+        c.writes_outstanding.erase(p->seq);
+    }
+    if (!zk_error_of(response.code())) {
+        // The outcome is unknown or no leader can serve: close, and let the client reconnect
+        // elsewhere (its session stays; a write in flight is ZooKeeper's ConnectionLoss). Going
+        // on would let this connection's writes outnumber what an attach elsewhere expects.
+        fail_connection(id, c,
+                        "cannot serve the request now (" + proto::Code_Name(response.code()) + ")");
+        return;
+    }
+    c.last_zxid = std::max(c.last_zxid, static_cast<int64_t>(response.applied_index()));
+    p->reply = format_reply(c, *p, response);
+    if (c.dispatching) {
+        c.progressed = true;  // dispatch() goes round again and its caller flushes
+        return;
+    }
+    dispatch(id, c);
+    flush(id, c);
+}
+
+std::string ZkFrontend::format_reply(const Conn& c,
+                                     const Pending& p,
+                                     const proto::Response& r) const {
+    std::string bytes;
+    const zk::Err err = *zk_error_of(r.code());
+    const int64_t zxid = c.last_zxid;
+    if (err != zk::Err::kOk) {
+        zk::encode_reply(p.xid, zxid, err, zk::EmptyResponse{}, bytes);
+        return bytes;
+    }
+    switch (p.type) {
+        case zk::OpCode::kCreate:
+            zk::encode_reply(p.xid, zxid, err, zk::CreateResponse{r.node().path()}, bytes);
+            break;
+        case zk::OpCode::kCreate2:
+        case zk::OpCode::kCreateContainer:
+        case zk::OpCode::kCreateTtl:
+            zk::encode_reply(p.xid, zxid, err,
+                             zk::Create2Response{r.node().path(), zk_stat_of(r.node().stat())},
+                             bytes);
+            break;
+        case zk::OpCode::kSetData:
+            zk::encode_reply(p.xid, zxid, err, zk::StatResponse{zk_stat_of(r.node().stat())},
+                             bytes);
+            break;
+        case zk::OpCode::kExists:
+            if (!r.exists().exists()) {
+                zk::encode_reply(p.xid, zxid, zk::Err::kNoNode, zk::EmptyResponse{}, bytes);
+            } else {
+                zk::encode_reply(p.xid, zxid, err, zk::StatResponse{zk_stat_of(r.exists().stat())},
+                                 bytes);
+            }
+            break;
+        case zk::OpCode::kGetData:
+            zk::encode_reply(p.xid, zxid, err,
+                             zk::GetDataResponse{r.get().data(), zk_stat_of(r.get().stat())},
+                             bytes);
+            break;
+        case zk::OpCode::kGetChildren:
+        case zk::OpCode::kGetChildren2: {
+            zk::ChildrenResponse children;
+            children.children.assign(r.children().names().begin(), r.children().names().end());
+            if (p.type == zk::OpCode::kGetChildren2) {
+                children.stat = zk_stat_of(r.children().stat());
+            }
+            zk::encode_reply(p.xid, zxid, err, children, bytes);
+            break;
+        }
+        case zk::OpCode::kSync:
+            zk::encode_reply(p.xid, zxid, err, zk::PathResponse{p.request.exists().path()}, bytes);
+            break;
+        case zk::OpCode::kAddWatch:
+            zk::encode_reply(p.xid, zxid, err, zk::ErrorResponse{zk::Err::kOk}, bytes);
+            break;
+        default:  // ping, delete, closeSession
+            zk::encode_reply(p.xid, zxid, err, zk::EmptyResponse{}, bytes);
+            break;
+    }
+    return bytes;
+}
+
+void ZkFrontend::flush(net::ConnectionId id, Conn& c) {
+    RL_ASSERT(!c.dispatching);
+    while (c.phase == Phase::kOpen && !c.pending.empty() && c.pending.front().reply) {
+        Pending p = std::move(c.pending.front());
+        c.pending.pop_front();
+        output_.send(id, std::move(*p.reply));
+        if (p.closes) {
+            c.phase = Phase::kClosing;
+            output_.close(id);
+            return;
+        }
+    }
+    if (c.paused && c.pending.size() < options_.pipeline_max / 2) {
+        c.paused = false;
+        output_.pause_reading(id, false);
+    }
+}
+
+void ZkFrontend::fail_connection(net::ConnectionId id, Conn& c, const std::string& why) {
+    if (c.phase == Phase::kClosing) {
+        return;
+    }
+    spdlog::debug("zookeeper connection {} from {}: closing: {}", id, c.remote, why);
+    c.phase = Phase::kClosing;
+    output_.close(id);
+}
+
+}  // namespace raftlock::server
