@@ -351,7 +351,6 @@ int run(const ServerConfig& config) {
     std::unique_ptr<net::ZkListener> zk_listener;
     if (!config.zk_listen.host.empty()) {
         ZkFrontendOptions zk_options;
-        zk_options.node_id = config.node_id;
         zk_options.session_timeout_ms_min = static_cast<int32_t>(config.session_timeout_ms_min);
         zk_options.session_timeout_ms_max = static_cast<int32_t>(config.session_timeout_ms_max);
         // Every node derives the same session passwords, so a session moves to any node.

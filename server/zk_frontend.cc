@@ -382,6 +382,7 @@ std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pen
             const auto& body = std::get<zk::PathRequest>(in.body);
             out.route = Route::kRead;
             r.mutable_exists()->set_path(body.path);
+            out.sync_path = body.path;
             return std::nullopt;
         }
         case zk::OpCode::kAddWatch: {
@@ -442,14 +443,14 @@ void ZkFrontend::dispatch_pass(net::ConnectionId id, Conn& c) {
         flying = p.route;
         p.dispatched = true;
         const uint64_t request_id = c.next_request_id++;
+        p.request_id = request_id;
         p.request.set_request_id(request_id);
         if (p.route == Route::kWrite) {
             p.request.set_ack_seq(ack_seq(c));
             RL_ASSERT(p.request.ack_seq() < p.seq);
         }
-        c.in_flight.emplace(request_id, p.xid);
-        proto::Request copy = p.request;
-        backend_.on_client_request(id, std::move(copy));
+        // Moved: the reply needs only the ids kept above (and a sync's path).
+        backend_.on_client_request(id, std::move(p.request));
     }
 }
 
@@ -498,16 +499,15 @@ void ZkFrontend::complete(net::ConnectionId id,
                           Conn& c,
                           uint64_t request_id,
                           const proto::Response& response) {
-    auto flying = c.in_flight.find(request_id);
-    if (flying == c.in_flight.end() || c.phase != Phase::kOpen) {
-        return;  // a request of an earlier phase, or the connection is closing
+    if (c.phase != Phase::kOpen) {
+        return;  // the connection is closing
     }
-    const int32_t xid = flying->second;
-    c.in_flight.erase(flying);
     auto p = std::find_if(c.pending.begin(), c.pending.end(), [&](const Pending& q) {
-        return q.dispatched && !q.reply && q.xid == xid && q.request.request_id() == request_id;
+        return q.dispatched && !q.reply && q.request_id == request_id;
     });
-    RL_ASSERT(p != c.pending.end());
+    if (p == c.pending.end()) {
+        return;  // a request of an earlier phase
+    }
     if (p->route == Route::kWrite) {
         c.writes_outstanding.erase(p->seq);
     }
@@ -578,7 +578,7 @@ std::string ZkFrontend::format_reply(const Conn& c,
             break;
         }
         case zk::OpCode::kSync:
-            zk::encode_reply(p.xid, zxid, err, zk::PathResponse{p.request.exists().path()}, bytes);
+            zk::encode_reply(p.xid, zxid, err, zk::PathResponse{p.sync_path}, bytes);
             break;
         case zk::OpCode::kAddWatch:
             zk::encode_reply(p.xid, zxid, err, zk::ErrorResponse{zk::Err::kOk}, bytes);

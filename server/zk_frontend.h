@@ -64,7 +64,6 @@ struct ZkServerFacts {
 };
 
 struct ZkFrontendOptions {
-    uint64_t node_id = 0;
     // The cluster's session timeout bounds (--session-timeout-min-ms/max): a client's requested
     // timeout is clamped into them, as ZooKeeper clamps to its minSessionTimeout/max.
     int32_t session_timeout_ms_min = 1000;
@@ -111,8 +110,10 @@ private:
         int32_t xid = 0;
         net::zk::OpCode type = net::zk::OpCode::kPing;
         Route route = Route::kNow;
-        proto::Request request;  // sent to the backend when dispatched (kNow: never)
-        uint64_t seq = 0;        // writes
+        proto::Request request;   // moved to the backend when dispatched (kNow: never)
+        uint64_t request_id = 0;  // the native request's, once dispatched
+        std::string sync_path;    // sync: the path its reply names
+        uint64_t seq = 0;         // writes
         bool dispatched = false;
         std::optional<std::string> reply;  // encoded, once known
         bool closes = false;               // the connection closes after this reply
@@ -128,7 +129,6 @@ private:
         uint64_t connect_request_id = 0;
         int64_t last_zxid = 0;                  // the newest zxid sent to the client
         std::deque<Pending> pending;            // in request order
-        std::map<uint64_t, int32_t> in_flight;  // native request id -> xid
         std::set<uint64_t> writes_outstanding;  // seqs given out and not yet answered: ack_seq
         bool paused = false;
         // Inside dispatch(): a reply the backend gives synchronously only records its answer,
