@@ -355,9 +355,21 @@ int run(const ServerConfig& config) {
         zk_options.session_timeout_ms_max = static_cast<int32_t>(config.session_timeout_ms_max);
         // Every node derives the same session passwords, so a session moves to any node.
         zk_options.password_seed = config.cluster_id;
-        zk_options.server_facts = [&replica] {
-            return ZkServerFacts{replica.is_leader(), replica.applied_index(),
-                                 replica.state().node_count()};
+        zk_options.server_facts = [&replica, &config] {
+            ZkServerFacts facts;
+            facts.node_id = config.node_id;
+            facts.leader = replica.is_leader();
+            facts.applied_index = replica.applied_index();
+            facts.node_count = replica.state().node_count();
+            for (const statemachine::SessionInfo& s : replica.state().sessions()) {
+                ++facts.session_count;
+                facts.ephemeral_count += s.ephemerals;
+            }
+            const statemachine::WatchRegistry::Totals watches = replica.watch_totals();
+            facts.watchers = watches.watchers;
+            facts.watched_paths = watches.paths;
+            facts.watches = watches.watches;
+            return facts;
         };
         zk_frontend = std::make_unique<ZkFrontend>(zk_options, zk_sink, replica);
         const auto listen_options =

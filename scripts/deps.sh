@@ -19,8 +19,9 @@ packages=(
     postgresql-15 postgresql-client-15 python3-psycopg2 python3-psycopg
     # bench/raftlock-bench's postgres driver (libpq), for the SQL mode and a real PostgreSQL
     libpq-dev
-    # the ZooKeeper mode's tests: kazoo, unmodified
-    python3-kazoo
+    # the ZooKeeper mode's tests, each client unmodified: kazoo; zkCli.sh beside a real ZooKeeper
+    # 3.8 (Debian zookeeper); Curator's recipes (compiled with the JDK at test time)
+    python3-kazoo zookeeper libcurator-recipes-java default-jdk-headless
 )
 
 missing=()

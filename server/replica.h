@@ -160,6 +160,7 @@ public:
     // writes relayed to it as the leader are relayed again.
     void on_peer_link_lost(uint64_t peer);
     const statemachine::StateMachine& state() const { return sm_; }
+    statemachine::WatchRegistry::Totals watch_totals() const { return watches_.totals(); }
     size_t connection_count() const { return connections_.size(); }
 
 private:
@@ -266,6 +267,7 @@ private:
     void register_wait(const WaitKey& key, const ClientRef& client);
     void resolve_waits_after_restore();
     void push_watch_events(const std::vector<statemachine::WatchTrigger>& triggers);
+    void send_watch_event(const statemachine::WatchEvent& event);
     statemachine::WatchedView watched_view() const;
     void end_session(uint64_t session, bool expired);
 
@@ -291,6 +293,10 @@ private:
     // turn of the loop, and posts itself again while any are left.
     void serve_redis_reads();
     void serve_read(const ClientRef& client, const proto::Request& request);
+    void remove_watch(const ClientRef& client, const proto::RemoveWatch& request);
+    void restore_watches(const ClientRef& client,
+                         const proto::RestoreWatches& request,
+                         proto::Response& response);
     void respond(const ClientRef& client, proto::Response& response);
     void respond_error(const ClientRef& client, proto::Code code, std::string message = {});
     void note_session(net::ConnectionId conn, uint64_t session);

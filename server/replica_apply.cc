@@ -276,14 +276,18 @@ void Replica::push_watch_events(const std::vector<sm::WatchTrigger>& triggers) {
         return;
     }
     for (const sm::WatchEvent& event : watches_.dispatch(triggers)) {
-        proto::ServerMessage message;
-        proto::WatchEvent* w = message.mutable_watch_event();
-        w->set_path(event.path);
-        w->set_type(static_cast<proto::EventType>(event.type));
-        w->set_zxid(event.zxid);
-        ++metrics_.watch_events_total;
-        clients_.send(event.watcher, message);
+        send_watch_event(event);
     }
+}
+
+void Replica::send_watch_event(const sm::WatchEvent& event) {
+    proto::ServerMessage message;
+    proto::WatchEvent* w = message.mutable_watch_event();
+    w->set_path(event.path);
+    w->set_type(static_cast<proto::EventType>(event.type));
+    w->set_zxid(event.zxid);
+    ++metrics_.watch_events_total;
+    clients_.send(event.watcher, message);
 }
 
 void Replica::end_session(uint64_t session, bool expired) {

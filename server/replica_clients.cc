@@ -288,23 +288,54 @@ void Replica::answer_local(net::ConnectionId conn, const proto::Request& request
         respond(client, response);
         return;
     }
-    const bool add = request.has_add_watch();
-    const std::string& path = add ? request.add_watch().path() : request.remove_watch().path();
-    const bool recursive =
-        add ? request.add_watch().recursive() : request.remove_watch().recursive();
-    const sm::WatchKind kind =
-        recursive ? sm::WatchKind::kPersistentRecursive : sm::WatchKind::kPersistent;
-    if (!add) {
-        const bool removed = watches_.remove(conn, path, kind);
-        respond_error(client, removed ? proto::OK : proto::NO_NODE,
-                      removed ? "" : "no such persistent watch on this connection");
+    if (request.has_remove_watch()) {
+        remove_watch(client, request.remove_watch());
         return;
     }
+    RL_ASSERT(request.has_add_watch());
+    const std::string& path = request.add_watch().path();
+    const sm::WatchKind kind = request.add_watch().recursive() ? sm::WatchKind::kPersistentRecursive
+                                                               : sm::WatchKind::kPersistent;
     if (watches_.watch_count(conn) >= config_.watches_per_connection_max) {
         respond_error(client, proto::LIMIT_EXCEEDED, "too many watches on this connection");
         return;
     }
     respond_error(client, to_proto(watches_.add(conn, path, kind)));
+}
+
+void Replica::remove_watch(const ClientRef& client, const proto::RemoveWatch& request) {
+    std::vector<sm::WatchKind> kinds;
+    if (request.kinds().empty()) {
+        kinds.push_back(request.recursive() ? sm::WatchKind::kPersistentRecursive
+                                            : sm::WatchKind::kPersistent);
+    }
+    for (int kind : request.kinds()) {
+        switch (static_cast<proto::WatchKind>(kind)) {
+            case proto::WATCH_DATA:
+                kinds.push_back(sm::WatchKind::kData);
+                break;
+            case proto::WATCH_CHILDREN:
+                kinds.push_back(sm::WatchKind::kChildren);
+                break;
+            case proto::WATCH_PERSISTENT:
+                kinds.push_back(sm::WatchKind::kPersistent);
+                break;
+            case proto::WATCH_PERSISTENT_RECURSIVE:
+                kinds.push_back(sm::WatchKind::kPersistentRecursive);
+                break;
+            default:
+                respond_error(client, proto::BAD_ARGUMENTS, "unknown watch kind");
+                return;
+        }
+    }
+    bool found = false;
+    for (sm::WatchKind kind : kinds) {
+        found = (request.check_only() ? watches_.has(client.conn, request.path(), kind)
+                                      : watches_.remove(client.conn, request.path(), kind)) ||
+                found;
+    }
+    respond_error(client, found ? proto::OK : proto::NO_NODE,
+                  found ? "" : "no such watch on this connection");
 }
 
 void Replica::serve_batch(ReadBatch& batch) {

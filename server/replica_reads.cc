@@ -2,6 +2,8 @@
 // up to it (Raft thesis §6.4). A read may set a one-shot watch atomically with it: no change can
 // slip between the state read and the watch.
 
+#include <fmt/format.h>
+
 #include "server/replica.h"
 #include "server/request_codec.h"
 #include "statemachine/codec.h"
@@ -79,6 +81,25 @@ void Replica::serve_read(const ClientRef& client, const proto::Request& request)
             }
             break;
         }
+        case B::kRestoreWatches:
+            restore_watches(client, request.restore_watches(), response);
+            break;
+        case B::kCountDescendants: {
+            Result<size_t, sm::ErrorCode> count =
+                sm_.descendant_count(request.count_descendants().path());
+            if (!count.ok()) {
+                response.set_code(to_proto(count.error()));
+                break;
+            }
+            response.mutable_count()->set_count(*count);
+            break;
+        }
+        case B::kListEphemerals:
+            for (std::string& path :
+                 sm_.ephemerals_of(request.session_id(), request.list_ephemerals().prefix())) {
+                response.mutable_paths()->add_paths(std::move(path));
+            }
+            break;
         case B::kDescribeLock: {
             // A free lock has no record: it is described as free (no holders, no waiters).
             const std::string& name = request.describe_lock().name();
@@ -116,6 +137,83 @@ void Replica::serve_read(const ClientRef& client, const proto::Request& request)
             RL_PANIC("serve_read given a request that is not a read");
     }
     respond(client, response);
+}
+
+void Replica::restore_watches(const ClientRef& client,
+                              const proto::RestoreWatches& request,
+                              proto::Response& response) {
+    // ZooKeeper's rule (DataTree.setWatches), checked against the state this read is served at,
+    // which a ReadIndex round made at least as new as anything the client saw. All paths are
+    // checked first, so a bad one leaves nothing half set.
+    for (const auto* paths : {&request.data(), &request.exists(), &request.children(),
+                              &request.persistent(), &request.persistent_recursive()}) {
+        for (const std::string& path : *paths) {
+            if (!sm::valid_path(path)) {
+                response.set_code(proto::BAD_ARGUMENTS);
+                response.set_message("invalid path in RestoreWatches: " + path);
+                return;
+            }
+        }
+    }
+    const uint64_t seen = request.relative_zxid();
+    std::vector<sm::WatchEvent> fired;
+    auto fire = [&](const std::string& path, sm::EventType type, uint64_t zxid) {
+        fired.push_back(sm::WatchEvent{client.conn, path, type, zxid});
+    };
+    size_t limit_hit = 0;
+    auto set = [&](const std::string& path, sm::WatchKind kind) {
+        if (watches_.watch_count(client.conn) >= config_.watches_per_connection_max) {
+            ++limit_hit;
+            return;
+        }
+        const sm::ErrorCode added = watches_.add(client.conn, path, kind);
+        RL_ASSERT(added == sm::ErrorCode::kOk || added == sm::ErrorCode::kLimitExceeded);
+        limit_hit += added == sm::ErrorCode::kOk ? 0 : 1;
+    };
+    const uint64_t now = sm_.last_applied();
+    for (const std::string& path : request.data()) {
+        const std::optional<sm::Stat> stat = sm_.exists(path);
+        if (!stat) {
+            fire(path, sm::EventType::kNodeDeleted, now);
+        } else if (stat->mzxid > seen) {
+            fire(path, sm::EventType::kNodeDataChanged, stat->mzxid);
+        } else {
+            set(path, sm::WatchKind::kData);
+        }
+    }
+    for (const std::string& path : request.exists()) {
+        if (const std::optional<sm::Stat> stat = sm_.exists(path)) {
+            fire(path, sm::EventType::kNodeCreated, stat->czxid);
+        } else {
+            set(path, sm::WatchKind::kExists);
+        }
+    }
+    for (const std::string& path : request.children()) {
+        const std::optional<sm::Stat> stat = sm_.exists(path);
+        if (!stat) {
+            fire(path, sm::EventType::kNodeDeleted, now);
+        } else if (stat->pzxid > seen) {
+            fire(path, sm::EventType::kNodeChildrenChanged, stat->pzxid);
+        } else {
+            set(path, sm::WatchKind::kChildren);
+        }
+    }
+    for (const std::string& path : request.persistent()) {
+        set(path, sm::WatchKind::kPersistent);
+    }
+    for (const std::string& path : request.persistent_recursive()) {
+        set(path, sm::WatchKind::kPersistentRecursive);
+    }
+    // The events leave before the answer, as events of applied entries leave before the answers
+    // that see them.
+    for (const sm::WatchEvent& event : fired) {
+        send_watch_event(event);
+    }
+    if (limit_hit > 0) {
+        response.set_code(proto::LIMIT_EXCEEDED);
+        response.set_message(
+            fmt::format("too many watches on this connection: {} not set", limit_hit));
+    }
 }
 
 }  // namespace raftlock::server

@@ -30,6 +30,9 @@ RequestKind kind_of(const proto::Request& request) {
         case B::kDescribeLock:
         case B::kListLocks:
         case B::kListSessions:
+        case B::kRestoreWatches:
+        case B::kCountDescendants:
+        case B::kListEphemerals:
         case B::kListMembers:
             return RequestKind::kRead;
         case B::kChangeMember:

@@ -1,6 +1,7 @@
 #include "server/zk_frontend.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -99,6 +100,67 @@ std::optional<proto::NodeKind> zk_create_kind(int32_t flags) {
     return std::nullopt;
 }
 
+// The native Create for one of ZooKeeper's four create operations, or the error to refuse it with.
+std::optional<zk::Err> native_create(zk::OpCode type,
+                                     const zk::CreateRequest& in,
+                                     proto::Create& out) {
+    int32_t flags = in.flags;
+    if (type == zk::OpCode::kCreateContainer) {
+        flags = static_cast<int32_t>(zk::CreateMode::kContainer);
+    }
+    std::optional<proto::NodeKind> kind = zk_create_kind(flags);
+    if (!kind) {
+        return zk::Err::kBadArguments;
+    }
+    // A TTL mode only through createTTL, and createTTL only with one (as ZooKeeper).
+    const bool ttl_mode = *kind == proto::TTL;
+    if (ttl_mode != (type == zk::OpCode::kCreateTtl) || (ttl_mode && in.ttl <= 0)) {
+        return zk::Err::kBadArguments;
+    }
+    out.set_path(in.path);
+    out.set_data(in.data.value_or(""));
+    out.set_kind(*kind);
+    out.set_ttl_ms(ttl_mode ? in.ttl : 0);
+    return std::nullopt;
+}
+
+// One operation of a multi as the native Multi's (the codec let only writes and checks in).
+std::optional<zk::Err> native_multi_op(const zk::MultiOp& in, proto::MultiOp& out) {
+    switch (in.type) {
+        case zk::OpCode::kDelete: {
+            const auto& body = std::get<zk::DeleteRequest>(in.body);
+            out.mutable_delete_()->set_path(body.path);
+            out.mutable_delete_()->set_version(body.version);
+            return std::nullopt;
+        }
+        case zk::OpCode::kSetData: {
+            const auto& body = std::get<zk::SetDataRequest>(in.body);
+            out.mutable_set_data()->set_path(body.path);
+            out.mutable_set_data()->set_data(body.data.value_or(""));
+            out.mutable_set_data()->set_version(body.version);
+            return std::nullopt;
+        }
+        case zk::OpCode::kCheck: {
+            const auto& body = std::get<zk::CheckVersionRequest>(in.body);
+            out.mutable_check()->set_path(body.path);
+            out.mutable_check()->set_version(body.version);
+            return std::nullopt;
+        }
+        default:
+            return native_create(in.type, std::get<zk::CreateRequest>(in.body),
+                                 *out.mutable_create());
+    }
+}
+
+// "127.0.0.1:5000" -> "127.0.0.1", "[::1]:5000" -> "::1": the address whoAmI names.
+std::string host_of(const std::string& remote) {
+    std::string host = remote.substr(0, remote.rfind(':'));
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+    }
+    return host;
+}
+
 zk::EventType zk_event_type(proto::EventType type) {
     switch (type) {
         case proto::NODE_CREATED:
@@ -193,20 +255,63 @@ std::optional<std::string> ZkFrontend::on_zk_four_letter_word(std::string_view w
     if (word == "isro") {
         return std::string("rw");  // this server never serves read-only sessions
     }
-    if ((word == "srvr" || word == "stat") && options_.server_facts) {
-        const ZkServerFacts facts = options_.server_facts();
+    if (word == "conf") {
+        return fmt::format("minSessionTimeout={}\nmaxSessionTimeout={}\njute.maxbuffer={}\n",
+                           options_.session_timeout_ms_min, options_.session_timeout_ms_max,
+                           zk::kDefaultMaxBuffer);
+    }
+    if (word == "cons") {
+        std::string text;
+        for (const auto& [id, c] : conns_) {
+            text += fmt::format(" /{}[1](queued={},sid=0x{:x},to={})\n", c.remote, c.pending.size(),
+                                c.session, c.timeout_ms);
+        }
+        return text + "\n";
+    }
+    if (!options_.server_facts) {
+        return std::nullopt;  // the rest report the node's state
+    }
+    const ZkServerFacts facts = options_.server_facts();
+    const char* mode = facts.leader ? "leader" : "follower";
+    if (word == "srvr" || word == "stat") {
         std::string text = fmt::format(
             "Zookeeper version: {}-raftlock, built on raftlock\n"
             "Connections: {}\n"
             "Zxid: 0x{:x}\n"
             "Mode: {}\n"
             "Node count: {}\n",
-            kZkVersion, conns_.size(), facts.applied_index, facts.leader ? "leader" : "follower",
-            facts.node_count);
+            kZkVersion, conns_.size(), facts.applied_index, mode, facts.node_count);
         if (word == "stat") {
             text.insert(text.find("Connections"), "Clients:\n\n");
         }
         return text;
+    }
+    if (word == "mntr") {
+        size_t outstanding = 0;
+        for (const auto& [id, c] : conns_) {
+            outstanding += c.pending.size();
+        }
+        return fmt::format(
+            "zk_version\t{}-raftlock, built on raftlock\n"
+            "zk_server_state\t{}\n"
+            "zk_num_alive_connections\t{}\n"
+            "zk_outstanding_requests\t{}\n"
+            "zk_znode_count\t{}\n"
+            "zk_watch_count\t{}\n"
+            "zk_ephemerals_count\t{}\n"
+            "zk_global_sessions\t{}\n"
+            "zk_last_zxid\t{}\n",
+            kZkVersion, mode, conns_.size(), outstanding, facts.node_count, facts.watches,
+            facts.ephemeral_count, facts.session_count, facts.applied_index);
+    }
+    if (word == "envi") {
+        return fmt::format(
+            "Environment:\nzookeeper.version={}-raftlock, built on raftlock\nraftlock.node_id={}\n",
+            kZkVersion, facts.node_id);
+    }
+    if (word == "wchs") {
+        return fmt::format("{} connections watching {} paths\nTotal watches:{}\n", facts.watchers,
+                           facts.watched_paths, facts.watches);
     }
     return std::nullopt;
 }
@@ -284,6 +389,7 @@ void ZkFrontend::handle_request(net::ConnectionId id, Conn& c, zk::Request&& in)
     p.xid = in.xid;
     p.type = in.type;
     if (std::optional<zk::Err> refused = translate(c, in, p)) {
+        RL_ASSERT(p.requests.empty() && p.seq == 0);  // refused before anything was numbered
         p.route = Route::kNow;
         std::string bytes;
         zk::encode_reply(p.xid, c.last_zxid, *refused, zk::EmptyResponse{}, bytes);
@@ -299,90 +405,139 @@ void ZkFrontend::handle_request(net::ConnectionId id, Conn& c, zk::Request&& in)
 }
 
 std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pending& out) {
-    proto::Request& r = out.request;
-    r.set_session_id(c.session);
-    auto write = [&] {
+    auto native = [&]() -> proto::Request& {
+        proto::Request& r = out.requests.emplace_back();
+        r.set_session_id(c.session);
+        return r;
+    };
+    auto read = [&]() -> proto::Request& {
+        out.route = Route::kRead;
+        return native();
+    };
+    auto write = [&]() -> proto::Request& {
         out.route = Route::kWrite;
         out.seq = c.next_seq++;
-        r.set_seq(out.seq);
         // Unanswered from now: ack_seq stays below it until its reply comes.
         c.writes_outstanding.insert(out.seq);
+        proto::Request& r = native();
+        r.set_seq(out.seq);
+        return r;
+    };
+    auto answer_now = [&](const zk::ResponseBody& body) {
+        std::string bytes;
+        zk::encode_reply(in.xid, c.last_zxid, zk::Err::kOk, body, bytes);
+        out.reply = std::move(bytes);
+        return std::nullopt;
     };
     switch (in.type) {
         case zk::OpCode::kPing:
-            out.route = Route::kRead;
-            r.mutable_keep_alive();
+            read().mutable_keep_alive();
             return std::nullopt;
         case zk::OpCode::kCreate:
         case zk::OpCode::kCreate2:
         case zk::OpCode::kCreateContainer:
         case zk::OpCode::kCreateTtl: {
-            const auto& body = std::get<zk::CreateRequest>(in.body);
-            int32_t flags = body.flags;
-            if (in.type == zk::OpCode::kCreateContainer) {
-                flags = static_cast<int32_t>(zk::CreateMode::kContainer);
+            proto::Create create;
+            if (std::optional<zk::Err> refused =
+                    native_create(in.type, std::get<zk::CreateRequest>(in.body), create)) {
+                return refused;
             }
-            std::optional<proto::NodeKind> kind = zk_create_kind(flags);
-            if (!kind) {
-                return zk::Err::kBadArguments;
-            }
-            // A TTL mode only through createTTL, and createTTL only with one (as ZooKeeper).
-            const bool ttl_mode = *kind == proto::TTL;
-            if (ttl_mode != (in.type == zk::OpCode::kCreateTtl) || (ttl_mode && body.ttl <= 0)) {
-                return zk::Err::kBadArguments;
-            }
-            write();
-            proto::Create* create = r.mutable_create();
-            create->set_path(body.path);
-            create->set_data(body.data.value_or(""));
-            create->set_kind(*kind);
-            create->set_ttl_ms(ttl_mode ? body.ttl : 0);
+            *write().mutable_create() = std::move(create);
             return std::nullopt;
         }
         case zk::OpCode::kDelete: {
             const auto& body = std::get<zk::DeleteRequest>(in.body);
-            write();
-            r.mutable_delete_()->set_path(body.path);
-            r.mutable_delete_()->set_version(body.version);
+            proto::Delete* del = write().mutable_delete_();
+            del->set_path(body.path);
+            del->set_version(body.version);
             return std::nullopt;
         }
         case zk::OpCode::kSetData: {
             const auto& body = std::get<zk::SetDataRequest>(in.body);
-            write();
-            r.mutable_set_data()->set_path(body.path);
-            r.mutable_set_data()->set_data(body.data.value_or(""));
-            r.mutable_set_data()->set_version(body.version);
+            proto::SetData* set = write().mutable_set_data();
+            set->set_path(body.path);
+            set->set_data(body.data.value_or(""));
+            set->set_version(body.version);
             return std::nullopt;
         }
-        case zk::OpCode::kExists: {
-            const auto& body = std::get<zk::PathWatchRequest>(in.body);
-            out.route = Route::kRead;
-            r.mutable_exists()->set_path(body.path);
-            r.mutable_exists()->set_watch(body.watch);
+        case zk::OpCode::kMulti: {
+            const auto& body = std::get<zk::MultiRequest>(in.body);
+            if (body.ops.empty()) {
+                return answer_now(zk::MultiResponse{});  // ZooKeeper answers an empty one too
+            }
+            proto::Multi multi;
+            for (const zk::MultiOp& op : body.ops) {
+                if (std::optional<zk::Err> refused = native_multi_op(op, *multi.add_ops())) {
+                    return refused;
+                }
+                out.op_types.push_back(op.type);
+            }
+            *write().mutable_multi() = std::move(multi);
             return std::nullopt;
         }
-        case zk::OpCode::kGetData: {
-            const auto& body = std::get<zk::PathWatchRequest>(in.body);
-            out.route = Route::kRead;
-            r.mutable_get()->set_path(body.path);
-            r.mutable_get()->set_watch(body.watch);
+        case zk::OpCode::kMultiRead: {
+            // Each read on its own, as ZooKeeper answers each (an error in one fails only it).
+            const auto& body = std::get<zk::MultiRequest>(in.body);
+            if (body.ops.empty()) {
+                return answer_now(zk::MultiResponse{});
+            }
+            for (const zk::MultiOp& op : body.ops) {
+                const auto& sub = std::get<zk::PathWatchRequest>(op.body);
+                proto::Request& r = read();
+                if (op.type == zk::OpCode::kGetData) {
+                    r.mutable_get()->set_path(sub.path);
+                    r.mutable_get()->set_watch(sub.watch);
+                } else {
+                    r.mutable_children()->set_path(sub.path);
+                    r.mutable_children()->set_watch(sub.watch);
+                }
+            }
+            out.answers.resize(out.requests.size());
             return std::nullopt;
         }
+        case zk::OpCode::kExists:
+        case zk::OpCode::kGetData:
         case zk::OpCode::kGetChildren:
         case zk::OpCode::kGetChildren2: {
             const auto& body = std::get<zk::PathWatchRequest>(in.body);
-            out.route = Route::kRead;
-            r.mutable_children()->set_path(body.path);
-            r.mutable_children()->set_watch(body.watch);
+            proto::Request& r = read();
+            if (in.type == zk::OpCode::kExists) {
+                r.mutable_exists()->set_path(body.path);
+                r.mutable_exists()->set_watch(body.watch);
+            } else if (in.type == zk::OpCode::kGetData) {
+                r.mutable_get()->set_path(body.path);
+                r.mutable_get()->set_watch(body.watch);
+            } else {
+                r.mutable_children()->set_path(body.path);
+                r.mutable_children()->set_watch(body.watch);
+            }
             return std::nullopt;
         }
+        case zk::OpCode::kCheck: {
+            // A read of the node's version: linearizable, and ordered after this connection's
+            // writes like every read here, so it needs no log entry of its own.
+            const auto& body = std::get<zk::CheckVersionRequest>(in.body);
+            read().mutable_exists()->set_path(body.path);
+            out.version = body.version;
+            return std::nullopt;
+        }
+        case zk::OpCode::kGetAcl:
+            // No ACLs are kept yet: every node is open to everyone, which is world:anyone with
+            // every permission, the ACL the reply states.
+            read().mutable_exists()->set_path(std::get<zk::PathRequest>(in.body).path);
+            return std::nullopt;
+        case zk::OpCode::kGetAllChildrenNumber:
+            read().mutable_count_descendants()->set_path(std::get<zk::PathRequest>(in.body).path);
+            return std::nullopt;
+        case zk::OpCode::kGetEphemerals:
+            read().mutable_list_ephemerals()->set_prefix(std::get<zk::PathRequest>(in.body).path);
+            return std::nullopt;
         case zk::OpCode::kSync: {
             // Every read here is linearizable already; a sync is one more ReadIndex round, so
             // that the reads after it are served at or after it.
             const auto& body = std::get<zk::PathRequest>(in.body);
-            out.route = Route::kRead;
-            r.mutable_exists()->set_path(body.path);
-            out.sync_path = body.path;
+            read().mutable_exists()->set_path(body.path);
+            out.path = body.path;
             return std::nullopt;
         }
         case zk::OpCode::kAddWatch: {
@@ -392,14 +547,64 @@ std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pen
             if (body.mode != 0 && body.mode != 1) {
                 return zk::Err::kBadArguments;
             }
-            out.route = Route::kRead;
-            r.mutable_add_watch()->set_path(body.path);
-            r.mutable_add_watch()->set_recursive(body.mode == 1);
+            proto::AddWatch* add = read().mutable_add_watch();
+            add->set_path(body.path);
+            add->set_recursive(body.mode == 1);
             return std::nullopt;
         }
+        case zk::OpCode::kSetWatches:
+        case zk::OpCode::kSetWatches2: {
+            // A reconnecting client's watches, set again on this node by ZooKeeper's rule.
+            const auto& body = std::get<zk::SetWatchesRequest>(in.body);
+            proto::RestoreWatches* restore = read().mutable_restore_watches();
+            restore->set_relative_zxid(
+                static_cast<uint64_t>(std::max<int64_t>(0, body.relative_zxid)));
+            restore->mutable_data()->Add(body.data_watches.begin(), body.data_watches.end());
+            restore->mutable_exists()->Add(body.exist_watches.begin(), body.exist_watches.end());
+            restore->mutable_children()->Add(body.child_watches.begin(), body.child_watches.end());
+            restore->mutable_persistent()->Add(body.persistent_watches.begin(),
+                                               body.persistent_watches.end());
+            restore->mutable_persistent_recursive()->Add(body.persistent_recursive_watches.begin(),
+                                                         body.persistent_recursive_watches.end());
+            return std::nullopt;
+        }
+        case zk::OpCode::kRemoveWatches:
+        case zk::OpCode::kCheckWatches: {
+            const auto& body = std::get<zk::WatchesRequest>(in.body);
+            std::vector<proto::WatchKind> kinds;
+            switch (body.type) {  // ZooKeeper's WatcherType
+                case 1:
+                    kinds = {proto::WATCH_CHILDREN};
+                    break;
+                case 2:
+                    kinds = {proto::WATCH_DATA};
+                    break;
+                case 3:
+                    kinds = {proto::WATCH_DATA, proto::WATCH_CHILDREN, proto::WATCH_PERSISTENT,
+                             proto::WATCH_PERSISTENT_RECURSIVE};
+                    break;
+                case 4:
+                    kinds = {proto::WATCH_PERSISTENT};
+                    break;
+                case 5:
+                    kinds = {proto::WATCH_PERSISTENT_RECURSIVE};
+                    break;
+                default:
+                    return zk::Err::kBadArguments;
+            }
+            proto::RemoveWatch* remove = read().mutable_remove_watch();
+            remove->set_path(body.path);
+            for (proto::WatchKind kind : kinds) {
+                remove->add_kinds(kind);
+            }
+            remove->set_check_only(in.type == zk::OpCode::kCheckWatches);
+            return std::nullopt;
+        }
+        case zk::OpCode::kWhoAmI:
+            // No authentication yet: a client is known by its address, as ZooKeeper's ip scheme.
+            return answer_now(zk::WhoAmIResponse{{zk::ClientInfo{"ip", host_of(c.remote)}}});
         case zk::OpCode::kCloseSession:
-            write();
-            r.mutable_close_session();
+            write().mutable_close_session();
             out.closes = true;
             return std::nullopt;
         default:
@@ -442,15 +647,20 @@ void ZkFrontend::dispatch_pass(net::ConnectionId id, Conn& c) {
         }
         flying = p.route;
         p.dispatched = true;
-        const uint64_t request_id = c.next_request_id++;
-        p.request_id = request_id;
-        p.request.set_request_id(request_id);
-        if (p.route == Route::kWrite) {
-            p.request.set_ack_seq(ack_seq(c));
-            RL_ASSERT(p.request.ack_seq() < p.seq);
+        p.first_request_id = c.next_request_id;
+        c.next_request_id += p.requests.size();
+        RL_ASSERT(!p.requests.empty());
+        for (size_t k = 0; k < p.requests.size(); ++k) {
+            proto::Request& request = p.requests[k];
+            request.set_request_id(p.first_request_id + k);
+            if (p.route == Route::kWrite) {
+                request.set_ack_seq(ack_seq(c));
+                RL_ASSERT(request.ack_seq() < p.seq);
+            }
+            // Moved: the reply needs only what Pending keeps beside it. `p` stays valid if a
+            // synchronous answer adds to the deque (a deque's push_back keeps references).
+            backend_.on_client_request(id, std::move(request));
         }
-        // Moved: the reply needs only the ids kept above (and a sync's path).
-        backend_.on_client_request(id, std::move(p.request));
     }
 }
 
@@ -503,7 +713,8 @@ void ZkFrontend::complete(net::ConnectionId id,
         return;  // the connection is closing
     }
     auto p = std::find_if(c.pending.begin(), c.pending.end(), [&](const Pending& q) {
-        return q.dispatched && !q.reply && q.request_id == request_id;
+        return q.dispatched && !q.reply && request_id >= q.first_request_id &&
+               request_id - q.first_request_id < q.requests.size();
     });
     if (p == c.pending.end()) {
         return;  // a request of an earlier phase
@@ -520,7 +731,17 @@ void ZkFrontend::complete(net::ConnectionId id,
         return;
     }
     c.last_zxid = std::max(c.last_zxid, static_cast<int64_t>(response.applied_index()));
-    p->reply = format_reply(c, *p, response);
+    if (p->type == zk::OpCode::kMultiRead) {
+        const size_t slot = request_id - p->first_request_id;
+        RL_ASSERT(slot < p->answers.size() && p->answered < p->answers.size());
+        p->answers[slot] = response;
+        if (++p->answered < p->answers.size()) {
+            return;  // more to come; nothing new to flush
+        }
+        p->reply = format_multi_read(c, *p);
+    } else {
+        p->reply = format_reply(c, *p, response);
+    }
     if (c.dispatching) {
         c.progressed = true;  // dispatch() goes round again and its caller flushes
         return;
@@ -532,9 +753,16 @@ void ZkFrontend::complete(net::ConnectionId id,
 std::string ZkFrontend::format_reply(const Conn& c,
                                      const Pending& p,
                                      const proto::Response& r) const {
+    if (p.type == zk::OpCode::kMulti) {
+        return format_multi(c, p, r);
+    }
     std::string bytes;
-    const zk::Err err = *zk_error_of(r.code());
+    zk::Err err = *zk_error_of(r.code());
     const int64_t zxid = c.last_zxid;
+    if (err == zk::Err::kNoNode &&
+        (p.type == zk::OpCode::kRemoveWatches || p.type == zk::OpCode::kCheckWatches)) {
+        err = zk::Err::kNoWatcher;  // the native answer for "no such watch here"
+    }
     if (err != zk::Err::kOk) {
         zk::encode_reply(p.xid, zxid, err, zk::EmptyResponse{}, bytes);
         return bytes;
@@ -578,15 +806,126 @@ std::string ZkFrontend::format_reply(const Conn& c,
             break;
         }
         case zk::OpCode::kSync:
-            zk::encode_reply(p.xid, zxid, err, zk::PathResponse{p.sync_path}, bytes);
+            zk::encode_reply(p.xid, zxid, err, zk::PathResponse{p.path}, bytes);
             break;
+        case zk::OpCode::kCheck: {
+            zk::Err checked = zk::Err::kOk;
+            if (!r.exists().exists()) {
+                checked = zk::Err::kNoNode;
+            } else if (p.version != -1 && p.version != r.exists().stat().version()) {
+                checked = zk::Err::kBadVersion;
+            }
+            zk::encode_reply(p.xid, zxid, checked, zk::EmptyResponse{}, bytes);
+            break;
+        }
+        case zk::OpCode::kGetAcl:
+            if (!r.exists().exists()) {
+                zk::encode_reply(p.xid, zxid, zk::Err::kNoNode, zk::EmptyResponse{}, bytes);
+            } else {
+                const zk::Acl open{zk::kPermAll, zk::Id{"world", "anyone"}};
+                zk::encode_reply(p.xid, zxid, err,
+                                 zk::GetAclResponse{{open}, zk_stat_of(r.exists().stat())}, bytes);
+            }
+            break;
+        case zk::OpCode::kGetAllChildrenNumber:
+            zk::encode_reply(p.xid, zxid, err,
+                             zk::CountResponse{static_cast<int32_t>(std::min<uint64_t>(
+                                 r.count().count(), std::numeric_limits<int32_t>::max()))},
+                             bytes);
+            break;
+        case zk::OpCode::kGetEphemerals: {
+            zk::PathsResponse paths;
+            paths.paths.assign(r.paths().paths().begin(), r.paths().paths().end());
+            zk::encode_reply(p.xid, zxid, err, paths, bytes);
+            break;
+        }
         case zk::OpCode::kAddWatch:
             zk::encode_reply(p.xid, zxid, err, zk::ErrorResponse{zk::Err::kOk}, bytes);
             break;
-        default:  // ping, delete, closeSession
+        default:  // ping, delete, closeSession, setWatches
             zk::encode_reply(p.xid, zxid, err, zk::EmptyResponse{}, bytes);
             break;
     }
+    return bytes;
+}
+
+std::string ZkFrontend::format_multi(const Conn& c,
+                                     const Pending& p,
+                                     const proto::Response& r) const {
+    std::string bytes;
+    const zk::Err err = *zk_error_of(r.code());
+    if (static_cast<size_t>(r.multi().results_size()) != p.op_types.size()) {
+        // Refused as a whole before any operation ran (a malformed path, a limit): the header
+        // carries the error, as ZooKeeper's for a request it cannot take.
+        RL_ASSERT(err != zk::Err::kOk);
+        zk::encode_reply(p.xid, c.last_zxid, err, zk::EmptyResponse{}, bytes);
+        return bytes;
+    }
+    zk::MultiResponse out;
+    bool failed_seen = false;
+    for (size_t i = 0; i < p.op_types.size(); ++i) {
+        const proto::SubResult& sub = r.multi().results(static_cast<int>(i));
+        zk::MultiResult& result = out.results.emplace_back();
+        if (err != zk::Err::kOk) {
+            // ZooKeeper's failed multi: the operations before the failing one say OK (kazoo's
+            // RolledBackError), the failing one its error, the later ones RUNTIMEINCONSISTENCY.
+            result.type = zk::OpCode::kError;
+            if (sub.code() != proto::ROLLED_BACK) {
+                result.err = zk_error_of(sub.code()).value_or(zk::Err::kApiError);
+                failed_seen = true;
+            } else {
+                result.err = failed_seen ? zk::Err::kRuntimeInconsistency : zk::Err::kOk;
+            }
+            continue;
+        }
+        result.type = p.op_types[i];
+        switch (p.op_types[i]) {
+            case zk::OpCode::kCreate:
+                result.body = zk::CreateResponse{sub.path()};
+                break;
+            case zk::OpCode::kCreate2:
+            case zk::OpCode::kCreateContainer:
+            case zk::OpCode::kCreateTtl:
+                // Clients read every create with a stat as create2's result
+                // (OpResult.CreateResult).
+                result.type = zk::OpCode::kCreate2;
+                result.body = zk::Create2Response{sub.path(), zk_stat_of(sub.stat())};
+                break;
+            case zk::OpCode::kSetData:
+                result.body = zk::StatResponse{zk_stat_of(sub.stat())};
+                break;
+            default:  // delete, check
+                result.body = zk::EmptyResponse{};
+                break;
+        }
+    }
+    RL_ASSERT(err == zk::Err::kOk || failed_seen);
+    // The header says OK either way: the outcome of each operation is in its result.
+    zk::encode_reply(p.xid, c.last_zxid, zk::Err::kOk, out, bytes);
+    return bytes;
+}
+
+std::string ZkFrontend::format_multi_read(const Conn& c, const Pending& p) const {
+    zk::MultiResponse out;
+    for (const proto::Response& r : p.answers) {
+        zk::MultiResult& result = out.results.emplace_back();
+        const zk::Err err = *zk_error_of(r.code());
+        if (err != zk::Err::kOk) {
+            result.type = zk::OpCode::kError;
+            result.err = err;
+        } else if (r.has_get()) {
+            result.type = zk::OpCode::kGetData;
+            result.body = zk::GetDataResponse{r.get().data(), zk_stat_of(r.get().stat())};
+        } else {
+            RL_ASSERT(r.has_children());
+            result.type = zk::OpCode::kGetChildren;
+            zk::ChildrenResponse children;
+            children.children.assign(r.children().names().begin(), r.children().names().end());
+            result.body = std::move(children);
+        }
+    }
+    std::string bytes;
+    zk::encode_reply(p.xid, c.last_zxid, zk::Err::kOk, out, bytes);
     return bytes;
 }
 

@@ -39,6 +39,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "net/client_listener.h"
 #include "net/zk_codec.h"
@@ -58,9 +59,15 @@ public:
 
 // What the `srvr` and `stat` four-letter words report (ZooKeeper's admin tools read `Mode:`).
 struct ZkServerFacts {
+    uint64_t node_id = 0;
     bool leader = false;
     uint64_t applied_index = 0;  // the zxid of the newest change this node applied
     uint64_t node_count = 0;
+    uint64_t session_count = 0;  // in the cluster (replicated), not only on this node
+    uint64_t ephemeral_count = 0;
+    uint64_t watchers = 0;  // this node's connections with a watch
+    uint64_t watched_paths = 0;
+    uint64_t watches = 0;
 };
 
 struct ZkFrontendOptions {
@@ -84,9 +91,8 @@ public:
     void on_zk_open(net::ConnectionId id, const std::string& remote) override;
     void on_zk_message(net::ConnectionId id, std::string_view payload) override;
     void on_zk_close(net::ConnectionId id) override;
-    // ruok, isro, srvr and stat (srvr's lines that this server counts: version, connections,
-    // zxid, mode, node count; stat without its list of clients). The others are not served, as
-    // ZooKeeper's default whitelist leaves them out.
+    // ruok, isro, srvr, stat, mntr, conf, cons, envi and wchs, with the lines this server counts
+    // (docs/zookeeper-mode.md). Others (dump, wchc, wchp, crst, srst, dirs) are not answered.
     std::optional<std::string> on_zk_four_letter_word(std::string_view word) override;
 
     // From the Replica (its ClientSink, for connections this front end opened).
@@ -110,10 +116,16 @@ private:
         int32_t xid = 0;
         net::zk::OpCode type = net::zk::OpCode::kPing;
         Route route = Route::kNow;
-        proto::Request request;   // moved to the backend when dispatched (kNow: never)
-        uint64_t request_id = 0;  // the native request's, once dispatched
-        std::string sync_path;    // sync: the path its reply names
-        uint64_t seq = 0;         // writes
+        // The native requests, moved to the backend when dispatched (kNow: none): one, or a
+        // multiRead's reads, each answered on its own and in its slot of `answers`.
+        std::vector<proto::Request> requests;
+        uint64_t first_request_id = 0;         // the first native request's, once dispatched
+        std::vector<proto::Response> answers;  // multiRead only
+        size_t answered = 0;
+        std::vector<net::zk::OpCode> op_types;  // multi: each operation's, for its result
+        std::string path;                       // sync: the path its reply names
+        int32_t version = -1;                   // check: the version it expects
+        uint64_t seq = 0;                       // writes
         bool dispatched = false;
         std::optional<std::string> reply;  // encoded, once known
         bool closes = false;               // the connection closes after this reply
@@ -146,6 +158,8 @@ private:
     void dispatch_pass(net::ConnectionId id, Conn& c);
     void complete(net::ConnectionId id, Conn& c, uint64_t request_id, const proto::Response& r);
     std::string format_reply(const Conn& c, const Pending& p, const proto::Response& r) const;
+    std::string format_multi(const Conn& c, const Pending& p, const proto::Response& r) const;
+    std::string format_multi_read(const Conn& c, const Pending& p) const;
     void flush(net::ConnectionId id, Conn& c);
     void fail_connection(net::ConnectionId id, Conn& c, const std::string& why);
     uint64_t ack_seq(const Conn& c) const;

@@ -1,6 +1,9 @@
 // Read-only queries. They read the applied state only; linearizability comes from serving them
 // after a ReadIndex round (Raft thesis §6.4), which is the caller's job.
 
+#include <iterator>
+
+#include "base/assert.h"
 #include "statemachine/codec.h"
 #include "statemachine/state_machine.h"
 
@@ -34,6 +37,42 @@ Result<std::vector<std::string>, ErrorCode> StateMachine::children(std::string_v
         return ErrorCode::kNoNode;
     }
     return std::vector<std::string>(it->second.children.begin(), it->second.children.end());
+}
+
+Result<size_t, ErrorCode> StateMachine::descendant_count(std::string_view path) const {
+    if (!valid_path(path)) {
+        return ErrorCode::kBadArguments;
+    }
+    auto it = nodes_.find(path);
+    if (it == nodes_.end()) {
+        return ErrorCode::kNoNode;
+    }
+    if (path == "/") {
+        return nodes_.size() - 1;  // every node but the root
+    }
+    // Paths sort in byte order, so the nodes below `path` are exactly the keys from "path/" up to
+    // "path0" ('0' follows '/'): a range of the map, not a walk of the subtree.
+    const std::string below = std::string(path) + '/';
+    const std::string beyond = std::string(path) + static_cast<char>('/' + 1);
+    const auto first = nodes_.lower_bound(below);
+    const auto last = nodes_.lower_bound(beyond);
+    const auto count = static_cast<size_t>(std::distance(first, last));
+    RL_ASSERT(count >= it->second.children.size());
+    return count;
+}
+
+std::vector<std::string> StateMachine::ephemerals_of(SessionId session,
+                                                     std::string_view prefix) const {
+    std::vector<std::string> out;
+    auto it = sessions_.find(session);
+    if (it == sessions_.end()) {
+        return out;
+    }
+    for (auto p = it->second.ephemerals.lower_bound(std::string(prefix));
+         p != it->second.ephemerals.end() && p->starts_with(prefix); ++p) {
+        out.push_back(*p);
+    }
+    return out;
 }
 
 std::optional<LockInfo> StateMachine::describe_lock(std::string_view name) const {

@@ -109,6 +109,12 @@ public:
     std::optional<Stat> exists(std::string_view path) const;
     // Child names in byte order. kNoNode, kBadArguments.
     Result<std::vector<std::string>, ErrorCode> children(std::string_view path) const;
+    // How many nodes lie below `path`, at any depth (ZooKeeper's getAllChildrenNumber). kNoNode,
+    // kBadArguments.
+    Result<size_t, ErrorCode> descendant_count(std::string_view path) const;
+    // The ephemeral nodes `session` owns whose paths start with `prefix`, in byte order
+    // (ZooKeeper's getEphemerals); empty for an unknown session.
+    std::vector<std::string> ephemerals_of(SessionId session, std::string_view prefix) const;
     std::optional<LockInfo> describe_lock(std::string_view name) const;
     // Names of locks starting with `prefix`, in order, at most `limit_max` of them.
     std::vector<std::string> list_locks(std::string_view prefix, size_t limit_max) const;

@@ -20,6 +20,16 @@ WatchRegistry::Table& WatchRegistry::table(WatchKind kind) {
     RL_PANIC("unknown watch kind");
 }
 
+const WatchRegistry::Table& WatchRegistry::table(WatchKind kind) const {
+    return const_cast<WatchRegistry*>(this)->table(kind);
+}
+
+bool WatchRegistry::has(WatcherId watcher, std::string_view path, WatchKind kind) const {
+    const Table& t = table(kind);
+    auto it = t.find(path);
+    return it != t.end() && it->second.count(watcher) != 0;
+}
+
 ErrorCode WatchRegistry::add(WatcherId watcher, std::string_view path, WatchKind kind) {
     if (!valid_path(path)) {
         return ErrorCode::kBadArguments;
@@ -74,6 +84,18 @@ void WatchRegistry::remove_watcher(WatcherId watcher) {
 size_t WatchRegistry::watch_count(WatcherId watcher) const {
     auto it = counts_.find(watcher);
     return it == counts_.end() ? 0 : it->second;
+}
+
+WatchRegistry::Totals WatchRegistry::totals() const {
+    Totals t;
+    t.watchers = counts_.size();
+    for (const Table* table : {&data_, &children_, &persistent_, &recursive_}) {
+        t.paths += table->size();
+    }
+    for (const auto& [watcher, count] : counts_) {
+        t.watches += count;
+    }
+    return t;
 }
 
 void WatchRegistry::collect(Table& t,

@@ -58,6 +58,8 @@ public:
     // Removes a persistent (recursive or not) watch, as ZooKeeper's removeWatches. Returns whether
     // one was there.
     bool remove(WatcherId watcher, std::string_view path, WatchKind kind);
+    // Whether the watcher has a watch of `kind` on exactly `path` (kData and kExists are one).
+    bool has(WatcherId watcher, std::string_view path, WatchKind kind) const;
     // The watcher's connection closed: drop all its watches.
     void remove_watcher(WatcherId watcher);
     // The events the triggers of one applied entry produce, removing the one-shot watches that
@@ -65,6 +67,13 @@ public:
     std::vector<WatchEvent> dispatch(const std::vector<WatchTrigger>& triggers);
 
     size_t watch_count(WatcherId watcher) const;
+    // For operators (ZooKeeper's `wchs`): watchers with a watch, (path, kind) entries, watches.
+    struct Totals {
+        size_t watchers = 0;
+        size_t paths = 0;
+        size_t watches = 0;
+    };
+    Totals totals() const;
 
     // For a snapshot restore (restore_triggers below): every path with a watch that is not
     // recursive, and the root of every recursive watch (whose subtree the caller adds), sorted.
@@ -74,6 +83,7 @@ public:
 private:
     using Table = std::map<std::string, std::set<WatcherId>, std::less<>>;
     Table& table(WatchKind kind);
+    const Table& table(WatchKind kind) const;
     void collect(Table& table, std::string_view path, bool one_shot, std::set<WatcherId>& out);
 
     // exists and data watches share a table, as in ZooKeeper's WatchManager (dataWatches).

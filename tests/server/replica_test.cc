@@ -442,6 +442,149 @@ TEST_CASE("a watch set by a read fires once on the node of the connection", "[se
     CHECK(pushes[0].watch_event().zxid() == created->node().stat().czxid());
 }
 
+// Writes `request` on `conn` and returns its answer, which must be OK.
+proto::Response write_ok(ReplicaCluster& c,
+                         uint64_t node,
+                         net::ConnectionId conn,
+                         proto::Request r) {
+    auto answer = c.call(node, conn, std::move(r));
+    REQUIRE(answer.has_value());
+    REQUIRE(answer->code() == proto::OK);
+    return *answer;
+}
+
+proto::Request create_node(Client& client, const std::string& path, proto::NodeKind kind) {
+    proto::Request r = client.write();
+    r.mutable_create()->set_path(path);
+    r.mutable_create()->set_kind(kind);
+    return r;
+}
+
+std::vector<std::pair<std::string, proto::EventType>> events_of(
+    const std::vector<proto::ServerMessage>& pushes) {
+    std::vector<std::pair<std::string, proto::EventType>> out;
+    for (const proto::ServerMessage& m : pushes) {
+        REQUIRE(m.has_watch_event());
+        out.emplace_back(m.watch_event().path(), m.watch_event().type());
+    }
+    return out;
+}
+
+TEST_CASE("restored watches fire for what changed since the client's zxid and are set otherwise",
+          "[server][replica]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    c.connect(leader, 1);
+    Client a;
+    open_session(c, leader, 1, a);
+    for (const char* path : {"/d", "/k", "/c", "/c/x"}) {
+        write_ok(c, leader, 1, create_node(a, path, proto::PERSISTENT));
+    }
+    // What the client saw before it lost its connection.
+    const uint64_t seen =
+        write_ok(c, leader, 1, create_node(a, "/q", proto::PERSISTENT)).applied_index();
+    proto::Request set = a.write();
+    set.mutable_set_data()->set_path("/d");
+    set.mutable_set_data()->set_version(-1);
+    write_ok(c, leader, 1, set);
+    write_ok(c, leader, 1, create_node(a, "/c/y", proto::PERSISTENT));
+    write_ok(c, leader, 1, create_node(a, "/e1", proto::PERSISTENT));
+
+    c.connect(leader, 2);
+    proto::Request restore = a.read();
+    proto::RestoreWatches* w = restore.mutable_restore_watches();
+    w->set_relative_zxid(seen);
+    w->add_data("/d");         // changed since: fires NodeDataChanged
+    w->add_data("/k");         // unchanged: set
+    w->add_exists("/e1");      // created since: fires NodeCreated
+    w->add_exists("/e2");      // still missing: set
+    w->add_children("/c");     // a child since: fires NodeChildrenChanged
+    w->add_children("/gone");  // no such node: fires NodeDeleted
+    auto restored = c.call(leader, 2, restore);
+    REQUIRE(restored.has_value());
+    CHECK(restored->code() == proto::OK);
+    using Events = std::vector<std::pair<std::string, proto::EventType>>;
+    CHECK(events_of(c.take_pushes(2)) == Events{{"/d", proto::NODE_DATA_CHANGED},
+                                                {"/e1", proto::NODE_CREATED},
+                                                {"/c", proto::NODE_CHILDREN_CHANGED},
+                                                {"/gone", proto::NODE_DELETED}});
+
+    // The watches set fire on the next change, once.
+    write_ok(c, leader, 1, create_node(a, "/e2", proto::PERSISTENT));
+    proto::Request set_k = a.write();
+    set_k.mutable_set_data()->set_path("/k");
+    set_k.mutable_set_data()->set_version(-1);
+    write_ok(c, leader, 1, set_k);
+    write_ok(c, leader, 1, create_node(a, "/c/z", proto::PERSISTENT));  // /c's watch fired already
+    CHECK(events_of(c.take_pushes(2)) ==
+          Events{{"/e2", proto::NODE_CREATED}, {"/k", proto::NODE_DATA_CHANGED}});
+
+    // checkWatches and removeWatches by kind (ZooKeeper's WatcherType).
+    proto::Request rearm = a.read();
+    rearm.mutable_restore_watches()->set_relative_zxid(c.replica(leader).applied_index());
+    rearm.mutable_restore_watches()->add_data("/k");
+    CHECK(c.call(leader, 2, rearm)->code() == proto::OK);
+    auto remove = [&](proto::WatchKind kind, bool check_only) {
+        proto::Request r = a.read();
+        r.mutable_remove_watch()->set_path("/k");
+        r.mutable_remove_watch()->add_kinds(kind);
+        r.mutable_remove_watch()->set_check_only(check_only);
+        return c.call(leader, 2, r)->code();
+    };
+    CHECK(remove(proto::WATCH_CHILDREN, true) == proto::NO_NODE);
+    CHECK(remove(proto::WATCH_DATA, true) == proto::OK);
+    CHECK(remove(proto::WATCH_DATA, false) == proto::OK);
+    CHECK(remove(proto::WATCH_DATA, true) == proto::NO_NODE);
+    proto::Request set_again = a.write();
+    set_again.mutable_set_data()->set_path("/k");
+    set_again.mutable_set_data()->set_version(-1);
+    write_ok(c, leader, 1, set_again);
+    CHECK(c.take_pushes(2).empty());
+
+    proto::Request bad = a.read();
+    bad.mutable_restore_watches()->add_data("no-slash");
+    auto refused = c.call(leader, 2, bad);
+    REQUIRE(refused.has_value());
+    CHECK(refused->code() == proto::BAD_ARGUMENTS);
+}
+
+TEST_CASE("descendants are counted and a session's ephemeral nodes listed", "[server][replica]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    c.connect(leader, 1);
+    Client a;
+    Client b;
+    open_session(c, leader, 1, a);
+    open_session(c, leader, 1, b);
+    write_ok(c, leader, 1, create_node(a, "/t", proto::PERSISTENT));
+    write_ok(c, leader, 1, create_node(a, "/t/p", proto::PERSISTENT));
+    write_ok(c, leader, 1, create_node(a, "/t/p/e", proto::EPHEMERAL));
+    write_ok(c, leader, 1, create_node(a, "/t-sibling", proto::EPHEMERAL));
+    write_ok(c, leader, 1, create_node(b, "/t/theirs", proto::EPHEMERAL));
+
+    auto count = [&](const std::string& path) {
+        proto::Request r = a.read();
+        r.mutable_count_descendants()->set_path(path);
+        return c.call(leader, 1, r);
+    };
+    CHECK(count("/t")->count().count() == 3);  // p, p/e, theirs; not /t-sibling
+    CHECK(count("/t/p/e")->count().count() == 0);
+    CHECK(count("/")->count().count() == 5);
+    CHECK(count("/nothing")->code() == proto::NO_NODE);
+
+    auto ephemerals = [&](Client& client, const std::string& prefix) {
+        proto::Request r = client.read();
+        r.mutable_list_ephemerals()->set_prefix(prefix);
+        auto answer = c.call(leader, 1, r);
+        REQUIRE(answer.has_value());
+        return std::vector<std::string>(answer->paths().paths().begin(),
+                                        answer->paths().paths().end());
+    };
+    CHECK(ephemerals(a, "/") == std::vector<std::string>{"/t-sibling", "/t/p/e"});
+    CHECK(ephemerals(a, "/t/") == std::vector<std::string>{"/t/p/e"});
+    CHECK(ephemerals(b, "/t") == std::vector<std::string>{"/t/theirs"});
+}
+
 TEST_CASE("locks survive the leader's crash and a restarted node recovers from its disk",
           "[server][replica][recovery]") {
     ReplicaCluster c;
