@@ -10,10 +10,11 @@
 #include "server/zk_frontend.h"
 #include "tests/server/zk_frontend_fixture.h"
 
-namespace raftlock::server {
+// Inside the fixture's namespace, so its names are found before any other test file's in a unity
+// build; named, not anonymous, so this file's helpers stay apart from theirs too.
+namespace raftlock::server::zk_frontend_fixture {
 namespace zk_frontend_ops_test {
 
-using namespace zk_frontend_fixture;
 namespace zk = net::zk;
 
 constexpr size_t kStatBytes = 68;
@@ -399,4 +400,4 @@ TEST_CASE("the four-letter words report what this node counts", "[zk]") {
 }
 
 }  // namespace zk_frontend_ops_test
-}  // namespace raftlock::server
+}  // namespace raftlock::server::zk_frontend_fixture

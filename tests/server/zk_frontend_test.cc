@@ -14,11 +14,11 @@
 #include "server/request_codec.h"
 #include "tests/server/zk_frontend_fixture.h"
 
-namespace raftlock::server {
-// Named, not anonymous: in a unity build its helpers stay apart from other test files'.
+// Inside the fixture's namespace, so its names are found before any other test file's in a unity
+// build; named, not anonymous, so this file's helpers stay apart from theirs too.
+namespace raftlock::server::zk_frontend_fixture {
 namespace zk_frontend_test {
 
-using namespace zk_frontend_fixture;
 namespace zk = net::zk;
 
 TEST_CASE("a new session is opened with the timeout clamped and answered with its password",
@@ -291,4 +291,4 @@ TEST_CASE("closeSession is a write answered before the connection closes", "[zk]
 }
 
 }  // namespace zk_frontend_test
-}  // namespace raftlock::server
+}  // namespace raftlock::server::zk_frontend_fixture
