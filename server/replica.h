@@ -293,6 +293,11 @@ private:
     // turn of the loop, and posts itself again while any are left.
     void serve_redis_reads();
     void serve_read(const ClientRef& client, const proto::Request& request);
+    // Sets a watch for a connection within the node's per-connection bound: OK, LIMIT_EXCEEDED,
+    // BAD_ARGUMENTS (an invalid path).
+    proto::Code add_watch(net::ConnectionId conn,
+                          const std::string& path,
+                          statemachine::WatchKind kind);
     void remove_watch(const ClientRef& client, const proto::RemoveWatch& request);
     void restore_watches(const ClientRef& client,
                          const proto::RestoreWatches& request,

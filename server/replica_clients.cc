@@ -296,11 +296,9 @@ void Replica::answer_local(net::ConnectionId conn, const proto::Request& request
     const std::string& path = request.add_watch().path();
     const sm::WatchKind kind = request.add_watch().recursive() ? sm::WatchKind::kPersistentRecursive
                                                                : sm::WatchKind::kPersistent;
-    if (watches_.watch_count(conn) >= config_.watches_per_connection_max) {
-        respond_error(client, proto::LIMIT_EXCEEDED, "too many watches on this connection");
-        return;
-    }
-    respond_error(client, to_proto(watches_.add(conn, path, kind)));
+    const proto::Code added = add_watch(conn, path, kind);
+    respond_error(client, added,
+                  added == proto::LIMIT_EXCEEDED ? "too many watches on this connection" : "");
 }
 
 void Replica::remove_watch(const ClientRef& client, const proto::RemoveWatch& request) {

@@ -23,12 +23,10 @@ void Replica::serve_read(const ClientRef& client, const proto::Request& request)
     proto::Response response;
     response.set_code(proto::OK);
     auto watch = [&](const std::string& path, sm::WatchKind kind) {
-        if (watches_.watch_count(client.conn) >= config_.watches_per_connection_max) {
-            response.set_code(proto::LIMIT_EXCEEDED);
+        response.set_code(add_watch(client.conn, path, kind));
+        if (response.code() == proto::LIMIT_EXCEEDED) {
             response.set_message("too many watches on this connection");
-            return;
         }
-        response.set_code(to_proto(watches_.add(client.conn, path, kind)));
     };
     using B = proto::Request::BodyCase;
     switch (request.body_case()) {
@@ -139,6 +137,16 @@ void Replica::serve_read(const ClientRef& client, const proto::Request& request)
     respond(client, response);
 }
 
+proto::Code Replica::add_watch(net::ConnectionId conn,
+                               const std::string& path,
+                               sm::WatchKind kind) {
+    // The node's own bound (--watches-per-connection-max), below the registry's hard one.
+    if (watches_.watch_count(conn) >= config_.watches_per_connection_max) {
+        return proto::LIMIT_EXCEEDED;
+    }
+    return to_proto(watches_.add(conn, path, kind));
+}
+
 void Replica::restore_watches(const ClientRef& client,
                               const proto::RestoreWatches& request,
                               proto::Response& response) {
@@ -162,13 +170,9 @@ void Replica::restore_watches(const ClientRef& client,
     };
     size_t limit_hit = 0;
     auto set = [&](const std::string& path, sm::WatchKind kind) {
-        if (watches_.watch_count(client.conn) >= config_.watches_per_connection_max) {
-            ++limit_hit;
-            return;
-        }
-        const sm::ErrorCode added = watches_.add(client.conn, path, kind);
-        RL_ASSERT(added == sm::ErrorCode::kOk || added == sm::ErrorCode::kLimitExceeded);
-        limit_hit += added == sm::ErrorCode::kOk ? 0 : 1;
+        const proto::Code added = add_watch(client.conn, path, kind);
+        RL_ASSERT(added == proto::OK || added == proto::LIMIT_EXCEEDED);  // paths checked above
+        limit_hit += added == proto::OK ? 0 : 1;
     };
     const uint64_t now = sm_.last_applied();
     for (const std::string& path : request.data()) {

@@ -152,6 +152,21 @@ std::optional<zk::Err> native_multi_op(const zk::MultiOp& in, proto::MultiOp& ou
     }
 }
 
+// exists, getData, getChildren(2), alone or in a multiRead: the native read, with its watch flag.
+void native_path_read(zk::OpCode type, const zk::PathWatchRequest& in, proto::Request& out) {
+    if (type == zk::OpCode::kExists) {
+        out.mutable_exists()->set_path(in.path);
+        out.mutable_exists()->set_watch(in.watch);
+    } else if (type == zk::OpCode::kGetData) {
+        out.mutable_get()->set_path(in.path);
+        out.mutable_get()->set_watch(in.watch);
+    } else {
+        RL_ASSERT(type == zk::OpCode::kGetChildren || type == zk::OpCode::kGetChildren2);
+        out.mutable_children()->set_path(in.path);
+        out.mutable_children()->set_watch(in.watch);
+    }
+}
+
 // "127.0.0.1:5000" -> "127.0.0.1", "[::1]:5000" -> "::1": the address whoAmI names.
 std::string host_of(const std::string& remote) {
     std::string host = remote.substr(0, remote.rfind(':'));
@@ -482,15 +497,7 @@ std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pen
                 return answer_now(zk::MultiResponse{});
             }
             for (const zk::MultiOp& op : body.ops) {
-                const auto& sub = std::get<zk::PathWatchRequest>(op.body);
-                proto::Request& r = read();
-                if (op.type == zk::OpCode::kGetData) {
-                    r.mutable_get()->set_path(sub.path);
-                    r.mutable_get()->set_watch(sub.watch);
-                } else {
-                    r.mutable_children()->set_path(sub.path);
-                    r.mutable_children()->set_watch(sub.watch);
-                }
+                native_path_read(op.type, std::get<zk::PathWatchRequest>(op.body), read());
             }
             out.answers.resize(out.requests.size());
             return std::nullopt;
@@ -498,21 +505,9 @@ std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pen
         case zk::OpCode::kExists:
         case zk::OpCode::kGetData:
         case zk::OpCode::kGetChildren:
-        case zk::OpCode::kGetChildren2: {
-            const auto& body = std::get<zk::PathWatchRequest>(in.body);
-            proto::Request& r = read();
-            if (in.type == zk::OpCode::kExists) {
-                r.mutable_exists()->set_path(body.path);
-                r.mutable_exists()->set_watch(body.watch);
-            } else if (in.type == zk::OpCode::kGetData) {
-                r.mutable_get()->set_path(body.path);
-                r.mutable_get()->set_watch(body.watch);
-            } else {
-                r.mutable_children()->set_path(body.path);
-                r.mutable_children()->set_watch(body.watch);
-            }
+        case zk::OpCode::kGetChildren2:
+            native_path_read(in.type, std::get<zk::PathWatchRequest>(in.body), read());
             return std::nullopt;
-        }
         case zk::OpCode::kCheck: {
             // A read of the node's version: linearizable, and ordered after this connection's
             // writes like every read here, so it needs no log entry of its own.

@@ -10,30 +10,9 @@
 # CURATOR_TEST_DEBUG=1 logs the Java client's DEBUG lines (slf4j-simple) on stderr;
 # RAFTLOCKD_ARGS="--log-level debug" is passed to the nodes by scripts/cluster.sh.
 set -euo pipefail
-build_dir=$(cd "$1" && pwd)
-port_base=$2
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../../.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/raftlock-curator-test.XXXXXX")
-zk_hosts=("127.0.0.1:$((port_base + 501))" "127.0.0.1:$((port_base + 502))"
-    "127.0.0.1:$((port_base + 503))")
+source "$here/lib.sh" "$1" "$2" curator-test
 iterations=20 # per mutex process
-
-cluster() {
-    RAFTLOCK_NO_BUILD=1 RAFTLOCK_BUILD_DIR="$build_dir" RAFTLOCK_DATA_DIR="$work/data" \
-        RAFTLOCK_PORT_BASE="$port_base" "$repo/scripts/cluster.sh" "$@"
-}
-cleanup() {
-    local status=$?
-    cluster down >/dev/null 2>&1 || true
-    if [ $status -ne 0 ]; then
-        echo "--- node logs (last lines) ---" >&2
-        tail -n 20 "$work"/data/node*/raftlockd.log >&2 2>/dev/null || true
-    fi
-    rm -rf "$work"
-    exit $status
-}
-trap cleanup EXIT
 
 jars=/usr/share/java
 classpath=
@@ -96,8 +75,7 @@ others=()
 for i in 1 2 3; do
     [ "$i" = "$leader" ] || others+=("${zk_hosts[$((i - 1))]}")
 done
-export RAFTLOCK_NO_BUILD=1 RAFTLOCK_BUILD_DIR="$build_dir" RAFTLOCK_DATA_DIR="$work/data" \
-    RAFTLOCK_PORT_BASE="$port_base"
+export_cluster_env
 recipes failover "$repo/scripts/cluster.sh kill $leader" \
     "$holder,${others[0]},${others[1]}" "${others[0]},${others[1]}"
 echo "curator: every check passed"

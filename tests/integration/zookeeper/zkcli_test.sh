@@ -22,16 +22,13 @@
 # Closed event of a closing client dropped; deleteall's racy failure message dropped (see below).
 # With blank lines dropped, an empty "get" prints nothing, where a null one prints "null".
 set -euo pipefail
-build_dir=$(cd "$1" && pwd)
-port_base=$2
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../../.." && pwd)
+source "$here/lib.sh" "$1" "$2" zkcli-test
 session=$here/zkcli_session.txt
 expected=$here/zkcli_differences.expected
 zkcli=/usr/share/zookeeper/bin/zkCli.sh
 zk_jar=/usr/share/java/zookeeper.jar
 real_port=$((port_base + 590))
-zk_ports=("$((port_base + 501))" "$((port_base + 502))" "$((port_base + 503))")
 endpoints="127.0.0.1:$((port_base + 101)),127.0.0.1:$((port_base + 102)),127.0.0.1:$((port_base + 103))"
 jvm_flags="-Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
 
@@ -41,15 +38,8 @@ if ! command -v java >/dev/null || [ ! -x "$zkcli" ] || [ ! -r "$zk_jar" ]; then
 fi
 command -v python3 >/dev/null || { echo "zkcli_test: needs python3" >&2; exit 1; }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/raftlock-zkcli-test.XXXXXX")
 real_pid=
-cluster() {
-    RAFTLOCK_NO_BUILD=1 RAFTLOCK_BUILD_DIR="$build_dir" RAFTLOCK_DATA_DIR="$work/data" \
-        RAFTLOCK_PORT_BASE="$port_base" "$repo/scripts/cluster.sh" "$@"
-}
-cleanup() {
-    local status=$?
-    cluster down >/dev/null 2>&1 || true
+stop_real_zookeeper() {
     if [ -n "$real_pid" ]; then
         kill "$real_pid" 2>/dev/null || true
         wait "$real_pid" 2>/dev/null || true
@@ -58,15 +48,11 @@ cleanup() {
         mkdir -p "$ZKCLI_KEEP"
         cp "$work"/*.raw "$work"/*.txt "$work"/*.diff "$ZKCLI_KEEP"/ 2>/dev/null || true
     fi
-    if [ $status -ne 0 ]; then
-        echo "--- node logs (last lines) ---" >&2
-        tail -n 20 "$work"/data/node*/raftlockd.log >&2 2>/dev/null || true
+    if [ "$1" -ne 0 ]; then
         tail -n 20 "$work/zookeeper.log" >&2 2>/dev/null || true
     fi
-    rm -rf "$work"
-    exit $status
 }
-trap cleanup EXIT
+on_exit stop_real_zookeeper
 
 # The real ZooKeeper, standalone, started first: its JVM starts while the cluster comes up.
 mkdir -p "$work/zk/data"
@@ -270,7 +256,7 @@ fi
 
 for i in 0 1 2; do
     name=node$((i + 1))
-    run_session "127.0.0.1:${zk_ports[$i]}" "$name"
+    run_session "${zk_hosts[$i]}" "$name"
     remove_tree /zkcli
     differences "$work/real.txt" "$work/$name.txt" >"$work/$name.differences"
     if [ "${ZKCLI_UPDATE:-0}" = 1 ] && [ $i = 0 ]; then
