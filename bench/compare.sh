@@ -18,7 +18,9 @@
 # systems' logs are removed with their data.
 #
 # Environment (defaults in brackets):
-#   BENCH_SYSTEMS          [raftlock etcd zookeeper redis redis-nofsync]
+#   BENCH_SYSTEMS          [raftlock raftlock-zk etcd zookeeper redis redis-nofsync]
+#                          raftlock-zk: raftlock again, measured through its ZooKeeper port by
+#                          the same ZooKeeper driver (the zookeeper_mt C client) as ZooKeeper
 #   BENCH_DURATION         measured seconds per run [10]
 #   BENCH_WARMUP           warm-up seconds per run [2]
 #   BENCH_LOCK_CLIENTS     clients for lock.uncontended [1 16]
@@ -47,7 +49,7 @@ cd "$(dirname "$0")/.."
 build_dir=${RAFTLOCK_BUILD_DIR:-build-release}
 export RAFTLOCK_BUILD_DIR=$build_dir
 # shellcheck disable=SC2206  # a space-separated list, split on purpose
-systems=(${BENCH_SYSTEMS:-raftlock etcd zookeeper redis redis-nofsync})
+systems=(${BENCH_SYSTEMS:-raftlock raftlock-zk etcd zookeeper redis redis-nofsync})
 duration=${BENCH_DURATION:-10}
 warmup=${BENCH_WARMUP:-2}
 out=${BENCH_OUT:-/tmp/raftlock-bench-results/$(date +%Y%m%d-%H%M%S)}
@@ -101,16 +103,24 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 run_system() {
-    local system=$1 driver=$1 label=() endpoints s list flag
-    if [ "$system" = redis-nofsync ]; then
-        driver=redis
-        label=(--label redis-nofsync)
-    fi
-    bench/peers.sh stop "$system" >/dev/null 2>&1 || true
-    running=$system
-    if ! bench/peers.sh start "$system"; then
+    # peer: what bench/peers.sh starts; driver: raftlock-bench's --system.
+    local system=$1 peer=$1 driver=$1 label=() endpoints s list flag
+    case "$system" in
+        redis-nofsync)
+            driver=redis
+            label=(--label redis-nofsync)
+            ;;
+        raftlock-zk)
+            peer=raftlock
+            driver=zookeeper
+            label=(--label raftlock-zk)
+            ;;
+    esac
+    bench/peers.sh stop "$peer" >/dev/null 2>&1 || true
+    running=$peer
+    if ! bench/peers.sh start "$peer"; then
         say "$system did not start; its runs are missing from the table"
-        bench/peers.sh stop "$system" || true
+        bench/peers.sh stop "$peer" || true
         running=""
         return
     fi
@@ -126,8 +136,8 @@ run_system() {
         case "$s" in lock.uncontended | kv.write) run_open_loop "$system" "$driver" "$endpoints" \
             "$s" "${list##*,}" "${label[@]}" ;; esac
     done
-    run_failover_section "$system" "$driver" "$endpoints" "${label[@]}"
-    bench/peers.sh stop "$system"
+    run_failover_section "$peer" "$driver" "$endpoints" "${label[@]}"
+    bench/peers.sh stop "$peer"
     running=""
 }
 

@@ -147,6 +147,8 @@ def table(runs):
     lines.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for (scenario, clients), rs in groups.items():
         base = next((r for r in rs if r["system"] == "raftlock"), None)
+        # raftlock's ZooKeeper port and ZooKeeper, measured by the same driver: the servers alone.
+        zookeeper = next((r for r in rs if r["system"] == "zookeeper"), None)
         for r in rs:
             lat = r["latency_us"]
             ratio_ops = ratio_p50 = ""
@@ -166,6 +168,9 @@ def table(runs):
                 notes.append(f"acquire p50 {fmt_ms(acquire['p50'])} ms")
             if r.get("rate_per_s"):
                 notes.append(f"rate {r['rate_per_s']:.0f}/s, latency from intended start")
+            if r["system"] == "raftlock-zk" and zookeeper is not None and zookeeper["ops_per_s"] > 0:
+                notes.append(f"{r['ops_per_s'] / zookeeper['ops_per_s']:.2f}x ZooKeeper's ops/s "
+                             "(same driver)")
             if r["errors"]:
                 notes.append("first error: " + r["first_error"][:60].replace("|", "/"))
             lines.append(f"| {scenario} | {clients} | {r['system']} | {r['ops_per_s']:.0f} | "

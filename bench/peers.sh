@@ -4,7 +4,8 @@
 #
 #   bench/peers.sh start SYSTEM      install its packages if missing, start it, wait until healthy
 #   bench/peers.sh stop SYSTEM       kill it (SIGTERM, SIGKILL after 10 s) and remove its data
-#   bench/peers.sh endpoints SYSTEM  the client endpoints to give raftlock-bench --endpoints
+#   bench/peers.sh endpoints SYSTEM  the client endpoints to give raftlock-bench --endpoints;
+#                                    `endpoints raftlock-zk`: raftlock's ZooKeeper ports
 #   bench/peers.sh status SYSTEM     which of its processes are alive
 #   bench/peers.sh install           install every peer package that is missing
 #   bench/peers.sh leader SYSTEM     the node number (1-3) of the current leader
@@ -15,7 +16,9 @@
 #
 # SYSTEM:
 #   raftlock       three raftlockd (build/cli/raftlockd), Raft 27401-27403, clients
-#                  27411-27413, admin 27421-27423 (ports of its own: the README cluster of
+#                  27411-27413, admin 27421-27423, ZooKeeper 27431-27433 (raftlock-bench
+#                  --system zookeeper measures that port as it measures ZooKeeper; ports of
+#                  its own: the README cluster of
 #                  scripts/cluster.sh uses 7001-7403, so both can run at once); synced RocksDB
 #                  writes (its only mode)
 #   etcd           three etcd 3.4 members (Debian etcd-server), clients 24791-24793, peers
@@ -187,6 +190,14 @@ raftlock_endpoints() {
     (IFS=,; echo "${list[*]}")
 }
 
+raftlock_zk_endpoints() {
+    local n list=()
+    for n in "${nodes[@]}"; do
+        list+=("127.0.0.1:$((raftlock_port_base + 30 + n))")
+    done
+    (IFS=,; echo "${list[*]}")
+}
+
 start_raftlock() {
     local n
     for n in "${nodes[@]}"; do
@@ -205,7 +216,8 @@ start_raftlock_node() {
     mkdir -p "$dir/node$n"
     start_process "raftlockd$n" "$dir/raftlockd$n.log" "$raftlockd" --id "$n" \
         --cluster-id 7 "${members[@]}" --client-listen "127.0.0.1:$((raftlock_port_base + 10 + n))" \
-        --admin-listen "127.0.0.1:$((raftlock_port_base + 20 + n))" --data-dir "$dir/node$n"
+        --admin-listen "127.0.0.1:$((raftlock_port_base + 20 + n))" \
+        --zk-listen "127.0.0.1:$((raftlock_port_base + 30 + n))" --data-dir "$dir/node$n"
 }
 
 raftlock_node_answers() {
@@ -553,7 +565,14 @@ main() {
             cmd_endpoints "$system" >/dev/null
             stop_system "$system"
             ;;
-        endpoints) cmd_endpoints "$system" ;;
+        endpoints)
+            # raftlock-zk is no system of its own: raftlock's ZooKeeper ports.
+            if [ "$system" = raftlock-zk ]; then
+                raftlock_zk_endpoints
+            else
+                cmd_endpoints "$system"
+            fi
+            ;;
         status) cmd_status "$system" ;;
         install) all_packages ;;
         leader) cmd_leader "$system" ;;

@@ -371,6 +371,7 @@ int run(const ServerConfig& config) {
             facts.watches = watches.watches;
             return facts;
         };
+        zk_options.steady_ms = [&clock] { return clock.steady_ms(); };
         zk_frontend = std::make_unique<ZkFrontend>(zk_options, zk_sink, replica);
         const auto listen_options =
             client_port_options<net::ZkListenerOptions>(config, config.zk_listen, budget);

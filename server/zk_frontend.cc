@@ -394,12 +394,36 @@ void ZkFrontend::answer_connect(net::ConnectionId id, Conn& c, const proto::Resp
     out.read_only = false;
     c.last_zxid = static_cast<int64_t>(response.applied_index());
     c.phase = Phase::kOpen;
+    // Opening or attaching the session renewed it.
+    c.keepalive_sent_ms = options_.steady_ms ? options_.steady_ms() : 0;
     std::string bytes;
     zk::encode_connect_response(out, bytes);
     output_.send(id, std::move(bytes));
 }
 
+void ZkFrontend::keep_session_alive(net::ConnectionId id, Conn& c, zk::OpCode type) {
+    if (!options_.steady_ms || c.phase != Phase::kOpen || type == zk::OpCode::kCloseSession) {
+        return;
+    }
+    RL_ASSERT(c.session != 0 && c.timeout_ms > 0);
+    const int64_t now_ms = options_.steady_ms();
+    if (type == zk::OpCode::kPing) {
+        c.keepalive_sent_ms = now_ms;  // the ping is the keepalive
+        return;
+    }
+    if (now_ms - c.keepalive_sent_ms < c.timeout_ms / 3) {
+        return;
+    }
+    c.keepalive_sent_ms = now_ms;
+    proto::Request request;
+    request.set_request_id(c.next_request_id++);
+    request.set_session_id(c.session);
+    request.mutable_keep_alive();
+    backend_.on_client_request(id, std::move(request));
+}
+
 void ZkFrontend::handle_request(net::ConnectionId id, Conn& c, zk::Request&& in) {
+    keep_session_alive(id, c, in.type);
     Pending p;
     p.xid = in.xid;
     p.type = in.type;

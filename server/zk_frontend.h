@@ -81,6 +81,12 @@ struct ZkFrontendOptions {
     size_t pipeline_max = 1000;
     // For the four-letter words (null: `srvr` and `stat` are not answered).
     std::function<ZkServerFacts()> server_facts;
+    // The monotonic clock (ms) that paces a session's keepalives. ZooKeeper counts every request
+    // as a sign of its session's life, and its clients ping only when they have sent nothing for
+    // a third of the timeout: a busy client never pings. So a request that finds the session's
+    // last keepalive a third of its timeout old also sends one (docs/zookeeper-mode.md). Null:
+    // only pings keep a session alive.
+    std::function<int64_t()> steady_ms;
 };
 
 class ZkFrontend final : public net::ZkHandler {
@@ -140,6 +146,7 @@ private:
         uint64_t next_request_id = 1;
         uint64_t connect_request_id = 0;
         int64_t last_zxid = 0;                  // the newest zxid sent to the client
+        int64_t keepalive_sent_ms = 0;          // the last ping or keepalive sent for the session
         std::deque<Pending> pending;            // in request order
         std::set<uint64_t> writes_outstanding;  // seqs given out and not yet answered: ack_seq
         bool paused = false;
@@ -152,6 +159,10 @@ private:
     void handle_connect(net::ConnectionId id, Conn& c, std::string_view payload);
     void answer_connect(net::ConnectionId id, Conn& c, const proto::Response& response);
     void handle_request(net::ConnectionId id, Conn& c, net::zk::Request&& request);
+    // A request other than a ping renews the session as a ping would: a native keepalive beside
+    // it, at most one per third of the timeout. Its answer matches no Pending and is dropped
+    // (an expiry reaches the connection as SessionEnded, no leader on the next request).
+    void keep_session_alive(net::ConnectionId id, Conn& c, net::zk::OpCode type);
     // The native request for a ZooKeeper operation, or the error to answer it with at once.
     std::optional<net::zk::Err> translate(Conn& c, const net::zk::Request& in, Pending& out);
     void dispatch(net::ConnectionId id, Conn& c);

@@ -1,9 +1,11 @@
-// raftlock-lab-worker: one worker of the lock lab (docs/lock-lab.md) for the native and ZooKeeper
-// families. It takes the lab's lock on a raftlock cluster again and again and, while it holds it,
-// increments the lab's resource counter by read-modify-write, reporting every step to the
-// resource server, which logs it for raftlock-lab-check.
+// raftlock-lab-worker: one worker of the lock lab (docs/lock-lab.md) for the native families, the
+// ZooKeeper recipe on raftlock's node API among them. It takes the lab's lock on a raftlock cluster
+// again and again and, while it holds it, increments the lab's resource counter by
+// read-modify-write, reporting every step to the resource server, which logs it for
+// raftlock-lab-check.
 //
-//   raftlock-lab-worker --family native-fenced|native-unfenced|zk-recipe|zk-recipe-fenced
+//   raftlock-lab-worker
+//       --family native-fenced|native-unfenced|native-zk-recipe|native-zk-recipe-fenced
 //       --worker W --workers N --resource HOST:PORT --endpoints H:P,... --lock NAME
 //       [--ttl-ms 2000] [--work-ms 50] [--time 30] [--seed 1]
 //
@@ -43,8 +45,8 @@ constexpr auto kResourceWait = 20s;
 const std::map<std::string, Family> kFamilies = {
     {"native-fenced", Family::kNativeFenced},
     {"native-unfenced", Family::kNativeUnfenced},
-    {"zk-recipe", Family::kZkRecipe},
-    {"zk-recipe-fenced", Family::kZkRecipeFenced},
+    {"native-zk-recipe", Family::kNativeZkRecipe},
+    {"native-zk-recipe-fenced", Family::kNativeZkRecipeFenced},
 };
 
 sigset_t stop_signals() {

@@ -13,14 +13,14 @@
 namespace raftlock::labworker {
 
 enum class Family : uint8_t {
-    kNativeFenced,    // raftlock acquire; its token goes to the resource, which checks it
-    kNativeUnfenced,  // the same lock; the resource is sent no token
-    kZkRecipe,        // ZooKeeper's lock recipe on raftlock's nodes; no token to the resource
-    kZkRecipeFenced,  // the same; the holder's node's czxid is its token
+    kNativeFenced,          // raftlock acquire; its token goes to the resource, which checks it
+    kNativeUnfenced,        // the same lock; the resource is sent no token
+    kNativeZkRecipe,        // ZooKeeper's lock recipe on raftlock's nodes; no token to the resource
+    kNativeZkRecipeFenced,  // the same; the holder's node's czxid is its token
 };
 
 inline bool is_fenced(Family family) {
-    return family == Family::kNativeFenced || family == Family::kZkRecipeFenced;
+    return family == Family::kNativeFenced || family == Family::kNativeZkRecipeFenced;
 }
 inline bool is_native(Family family) {
     return family == Family::kNativeFenced || family == Family::kNativeUnfenced;

@@ -1,8 +1,10 @@
-// The ZooKeeper families: ZooKeeper's lock recipe ("Locks" in the ZooKeeper recipes) on raftlock's
-// node API. Each contender creates an ephemeral-sequential child of /lab/<lock>; the lowest child
-// holds the lock; every other contender watches only its immediate predecessor (no herd effect)
-// and looks again when that one goes. The holder's child's czxid is its fencing token: children
-// are created in sequence order, so a later holder always has a higher czxid.
+// The native-zk-recipe families: ZooKeeper's lock recipe ("Locks" in the ZooKeeper recipes) on
+// raftlock's native node API (the zk-recipe families run the same recipe through kazoo and the
+// ZooKeeper port: recipes_zk.py). Each contender creates an ephemeral-sequential child of
+// /lab/<lock>; the lowest child holds the lock; every other contender watches only its immediate
+// predecessor (no herd effect) and looks again when that one goes. The holder's child's czxid is
+// its fencing token: children are created in sequence order, so a later holder always has a
+// higher czxid.
 
 #include <algorithm>
 #include <atomic>

@@ -16,11 +16,14 @@ class Family:
 
 REDIS_TARGETS = ("raftlock", "redis", "redis-replicated")
 SQL_TARGETS = ("raftlock", "postgres")
+ZK_TARGETS = ("raftlock", "zookeeper")
 FAMILIES = {
     "native-fenced": Family(("raftlock",), native=True, fenced=True, tokens=True),
     "native-unfenced": Family(("raftlock",), native=True, tokens=True),
-    "zk-recipe": Family(("raftlock",), native=True, tokens=True),
-    "zk-recipe-fenced": Family(("raftlock",), native=True, fenced=True, tokens=True),
+    "native-zk-recipe": Family(("raftlock",), native=True, tokens=True),
+    "native-zk-recipe-fenced": Family(("raftlock",), native=True, fenced=True, tokens=True),
+    "zk-recipe": Family(ZK_TARGETS, tokens=True),
+    "zk-recipe-fenced": Family(ZK_TARGETS, fenced=True, tokens=True),
     "redis-setnx-expire": Family(REDIS_TARGETS),
     "redis-set-nx-px": Family(REDIS_TARGETS),
     "redis-watchdog": Family(REDIS_TARGETS),

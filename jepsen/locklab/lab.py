@@ -27,7 +27,7 @@ from locklab import netns, report
 from locklab.families import FAMILIES
 from locklab.clockshift import ClockFile
 from locklab.nemesis import FAULTS, Nemesis, monotonic_ns
-from locklab.targets import TARGETS, Postgres, SetupError, Target
+from locklab.targets import TARGETS, ZOOKEEPER_JAR, Postgres, SetupError, Target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESOURCE_PORT = 7600
@@ -380,7 +380,13 @@ def check_environment(args, cells):
         if not os.path.exists(os.path.join(args.build, binary)):
             log(f"{args.build}/{binary} is missing: build first (cmake --build {args.build})")
             sys.exit(2)
-    for tool in ("ip", "nft", "setpriv", "redis-server", "redis-cli", "gnuplot", PYTHON):
+    tools = ["ip", "nft", "setpriv", "redis-server", "redis-cli", "gnuplot", PYTHON]
+    if any(t == "zookeeper" for _, t, _ in cells):
+        tools.append("java")
+        if not os.path.exists(ZOOKEEPER_JAR):
+            log(f"{ZOOKEEPER_JAR} is missing: scripts/deps.sh installs what the lab needs")
+            sys.exit(2)
+    for tool in tools:
         if shutil.which(tool) is None:
             log(f"'{tool}' is missing: scripts/deps.sh installs what the lab needs")
             sys.exit(2)

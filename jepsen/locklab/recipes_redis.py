@@ -244,6 +244,8 @@ class Watchdog(SetNxPx):
     """SetNxPx plus Redisson's watchdog: while held, a thread resets the TTL every TTL/3 with
     `Lock.reacquire()`; the first failed renewal stops it and tells the holder."""
 
+    reports_from_thread = True  # the renewal thread tells the holder (worker.py)
+
     def __init__(self, args, endpoints, rng):
         super().__init__(args, endpoints, rng)
         self.renewer = None

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 import urllib.request
@@ -18,7 +19,10 @@ from locklab import netns
 from locklab.clockshift import ClockFile
 
 RAFT_PORT, CLIENT_PORT, ADMIN_PORT, REDIS_PORT, PG_PORT = 7000, 7100, 7200, 7300, 7400
+ZK_PORT = 7500
 REDIS_SERVER_PORT, POSTGRES_PORT = 6379, 5432
+ZOOKEEPER_PORT, ZOOKEEPER_QUORUM_PORT, ZOOKEEPER_ELECTION_PORT = 2181, 2888, 3888
+ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"  # Debian's zookeeper package (3.8)
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PG_USER = "lab"  # role and database of the lab's PostgreSQL; raftlock's pg port accepts any
 
@@ -145,6 +149,7 @@ class Raftlock(Target):
                 "--cluster-id", str(cluster_id), *members,
                 "--client-listen", f"{ip}:{CLIENT_PORT}", "--admin-listen", f"{ip}:{ADMIN_PORT}",
                 "--redis-listen", f"{ip}:{REDIS_PORT}", "--pg-listen", f"{ip}:{PG_PORT}",
+                "--zk-listen", f"{ip}:{ZK_PORT}",
                 # A pg connection's session is its lease: the same TTL as every other family's.
                 "--pg-session-timeout-ms", str(ttl_ms),
                 "--data-dir", os.path.join(self.slot_dir(s), "data")]).start()
@@ -172,6 +177,8 @@ class Raftlock(Target):
             port = REDIS_PORT
         elif family.startswith("sql"):
             port = PG_PORT
+        elif family.startswith("zk"):
+            port = ZK_PORT
         return [f"{netns.server_ip(s)}:{port}" for s in self.slots]
 
     def kill_victim(self):
@@ -327,4 +334,71 @@ def pg_ready(ip):
     return done.returncode == 0
 
 
-TARGETS = {t.name: t for t in (Raftlock, Redis, RedisReplicated, Redis5, Postgres)}
+class Zookeeper(Target):
+    """A three-server ZooKeeper 3.8 ensemble (Debian's), each server's transaction log fsynced
+    (ZooKeeper's default). tickTime 500 ms, so that the lab's 2 s session timeout is inside
+    ZooKeeper's bounds (2 to 20 ticks) and a session expires within a tick of its timeout, as
+    raftlock's do; syncLimit 5 ticks (2.5 s) is how long the leader waits for a silent follower,
+    comparable to raftlock's election timeout."""
+
+    name = "zookeeper"
+    slots = (1, 2, 3)
+    TICK_MS = 500
+
+    def start(self, _build_dir):
+        servers = [f"server.{s}={netns.server_ip(s)}:{ZOOKEEPER_QUORUM_PORT}:"
+                   f"{ZOOKEEPER_ELECTION_PORT}" for s in self.slots]
+        for s in self.slots:
+            data = os.path.join(self.slot_dir(s), "data")
+            os.makedirs(data, exist_ok=True)
+            with open(os.path.join(data, "myid"), "w") as f:
+                f.write(f"{s}\n")
+            config = os.path.join(self.slot_dir(s), "zoo.cfg")
+            with open(config, "w") as f:
+                f.write("\n".join([
+                    f"tickTime={self.TICK_MS}", "initLimit=20", "syncLimit=5",
+                    f"dataDir={data}", f"clientPort={ZOOKEEPER_PORT}",
+                    f"clientPortAddress={netns.server_ip(s)}", "admin.enableServer=false",
+                    "4lw.commands.whitelist=ruok,srvr", "maxClientCnxns=0", *servers, ""]))
+            self.add(s, "zookeeper", [
+                "java", "-Xmx256m", "-XX:+UseSerialGC", "-Xshare:auto",
+                "-cp", f"/etc/zookeeper/conf:{ZOOKEEPER_JAR}",
+                f"-Dzookeeper.log.dir={self.slot_dir(s)}", "-Dzookeeper.root.logger=INFO,CONSOLE",
+                "-Dlog4j.configuration=file:/etc/zookeeper/conf/log4j.properties",
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain", config]).start()
+        wait_until(lambda: self.leader() is not None, 60, "no ZooKeeper leader")
+        wait_until(lambda: all(self.mode(s) in ("leader", "follower") for s in self.slots), 30,
+                   "not every ZooKeeper server joined the ensemble")
+
+    def mode(self, slot):
+        """The server's Mode line of `srvr` (leader, follower), or None when it does not answer."""
+        try:
+            with socket.create_connection((netns.server_ip(slot), ZOOKEEPER_PORT),
+                                          timeout=0.5) as conn:
+                conn.settimeout(0.5)
+                conn.sendall(b"srvr")
+                answer = b""
+                while chunk := conn.recv(4096):
+                    answer += chunk
+        except OSError:
+            return None
+        for line in answer.decode(errors="replace").splitlines():
+            if line.startswith("Mode: "):
+                return line[len("Mode: "):].strip()
+        return None
+
+    def leader(self):
+        for s in self.slots:
+            if self.procs[s].alive() and self.mode(s) == "leader":
+                return s
+        return None
+
+    def endpoints(self, _family):
+        return [f"{netns.server_ip(s)}:{ZOOKEEPER_PORT}" for s in self.slots]
+
+    def kill_victim(self):
+        leader = self.leader()
+        return leader if leader is not None else self.rng.choice(self.slots)
+
+
+TARGETS = {t.name: t for t in (Raftlock, Redis, RedisReplicated, Redis5, Postgres, Zookeeper)}

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""The lock lab's worker for the Redis and SQL families (docs/lock-lab.md, "How a worker talks to
-the resource server" and "A worker's loop").
+"""The lock lab's worker for the Redis, SQL and kazoo families (docs/lock-lab.md, "How a worker
+talks to the resource server" and "A worker's loop").
 
     worker.py --family F --worker W --workers N --resource HOST:PORT --endpoints H:P[,H:P...]
               --lock NAME --ttl-ms 2000 --work-ms 50 --time SECONDS --seed N
@@ -28,7 +28,8 @@ import traceback
 from contextlib import contextmanager
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from locklab import recipes_redis, recipes_sql  # noqa: E402  (jepsen/locklab, beside this file)
+# jepsen/locklab, beside this file
+from locklab import recipes_redis, recipes_sql, recipes_zk  # noqa: E402
 from locklab.recorder import (  # noqa: E402
     Failed, NotHeld, Recorder, ResourceError, Unknown)
 
@@ -41,7 +42,13 @@ LOCK_FAMILIES = {
     "sql-for-update": recipes_sql.ForUpdate,
     "sql-advisory": recipes_sql.Advisory,
     "sql-get-lock": recipes_sql.GetLock,
+    "zk-recipe": recipes_zk.KazooLock,
+    "zk-recipe-fenced": recipes_zk.KazooLock,
 }
+# The families whose grants carry a fencing token (the recipe's `fencing_token`), which goes on
+# the acquire's history event; the fenced ones also show it to the resource with every access.
+TOKEN_FAMILIES = ("zk-recipe", "zk-recipe-fenced")
+FENCED_FAMILIES = ("zk-recipe-fenced",)
 OPTIMISTIC = "sql-optimistic"
 FAMILIES = (*LOCK_FAMILIES, OPTIMISTIC)
 
@@ -100,8 +107,9 @@ class Grant:
     """One acquisition. The watchdog's thread and the main thread may both learn it was lost: the
     first to do so reports it, once."""
 
-    def __init__(self, number):
+    def __init__(self, number, token=None):
         self.number = number
+        self.token = token  # the fencing token, for the families that have one
         self._lost = False
         self._lock = threading.Lock()
 
@@ -141,9 +149,12 @@ class LockLoop(Loop):
         self.recipe = recipe_class(args, endpoints, self.rng)
         self.process = args.worker
         self.grants = 0
-        # The watchdog's renewal thread reports on its own connection (docs/lock-lab.md).
+        self.tokens = args.family in TOKEN_FAMILIES
+        self.fenced = args.family in FENCED_FAMILIES
+        # A recipe that learns of a loss on its own thread (the watchdog's renewal, kazoo's event
+        # thread) reports it on its own connection (docs/lock-lab.md).
         self.notifier = None
-        if recipe_class is recipes_redis.Watchdog:
+        if getattr(recipe_class, "reports_from_thread", False):
             self.notifier = Recorder.connect(args.resource, args.worker, RESOURCE_PATIENCE_S)
         self.notifier_error = None
 
@@ -162,7 +173,13 @@ class LockLoop(Loop):
 
     def event(self, type_, f, grant=None, error=None):
         number = grant.number if grant is not None else None
-        self.recorder.event(self.process, type_, f, self.args.lock, None, number, error)
+        # A token family's acquire ok and release events carry the grant's token as their value,
+        # as the native worker's do: the mutex model checks that tokens only grow.
+        value = grant.token if grant is not None else None
+        self.recorder.event(self.process, type_, f, self.args.lock, value, number, error)
+
+    def token_for_resource(self, grant):
+        return grant.token if self.fenced else None
 
     def cycle(self):
         self.event("invoke", "acquire")
@@ -184,7 +201,10 @@ class LockLoop(Loop):
             self.count("acquire timeouts")
             return
         self.grants += 1
-        grant = Grant(self.grants)
+        token = self.recipe.fencing_token if self.tokens else None
+        if self.tokens and token is None:
+            raise AssertionError(f"{self.args.family}: a grant without a fencing token")
+        grant = Grant(self.grants, token)
         self.event("ok", "acquire", grant)
         self.count("grants")
         self.recipe.held(lambda why: self.lost_from_thread(grant, why))
@@ -196,13 +216,14 @@ class LockLoop(Loop):
         typical user code has none, and what that costs is what the lab measures."""
         if self.stop.requested:
             return
-        read = self.recorder.read(grant.number)
+        read = self.recorder.read(grant.number, self.token_for_resource(grant))
         if not read.get("ok"):
             say(self.args, f"read refused: {read.get('refused')}")
             return
         if not self.stop.sleep(self.args.work_ms / 1000):
             return  # stopping: give the lock back at once
-        written = self.recorder.write(grant.number, read["value"] + 1)
+        written = self.recorder.write(grant.number, read["value"] + 1,
+                                      self.token_for_resource(grant))
         if not written.get("ok"):
             say(self.args, f"write refused: {written.get('refused')}")
 

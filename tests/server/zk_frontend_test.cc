@@ -5,6 +5,7 @@
 
 #include "server/zk_frontend.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -288,6 +289,56 @@ TEST_CASE("closeSession is a write answered before the connection closes", "[zk]
     REQUIRE(replies.size() == 1);
     CHECK(replies[0].xid == 1);
     CHECK(f.output.closed);
+}
+
+TEST_CASE("requests renew the session as pings do, once per third of its timeout", "[zk]") {
+    int64_t now_ms = 1000;
+    ZkFrontendOptions options = Fixture::defaults();
+    options.steady_ms = [&now_ms] { return now_ms; };
+    Fixture f(options);
+    f.open(9000);  // renewed at 1000
+    auto keepalives = [&f] {
+        return std::count_if(f.backend.requests.begin(), f.backend.requests.end(),
+                             [](const proto::Request& r) { return r.has_keep_alive(); });
+    };
+
+    now_ms = 3999;  // less than a third of the timeout since the open
+    f.send(path_request(1, zk::OpCode::kExists, "/p"));
+    CHECK(keepalives() == 0);
+    now_ms = 4000;
+    f.send(path_request(2, zk::OpCode::kExists, "/p"));
+    REQUIRE(f.backend.requests.size() == 3);
+    const proto::Request& renewal = f.backend.requests[1];
+    CHECK(renewal.has_keep_alive());
+    CHECK(renewal.session_id() == 9);
+    now_ms = 6000;  // 2000 since the renewal
+    f.send(path_request(3, zk::OpCode::kExists, "/p"));
+    CHECK(keepalives() == 1);
+    now_ms = 6500;  // a ping renews too: the next request's clock starts from it
+    f.send(zk::Request{4, zk::OpCode::kPing, zk::EmptyRequest{}});
+    CHECK(keepalives() == 2);
+    now_ms = 9000;
+    f.send(path_request(5, zk::OpCode::kExists, "/p"));
+    CHECK(keepalives() == 2);
+
+    // The renewal's answer is nobody's reply: the client sees its five, in order.
+    f.answer(1, ok());
+    CHECK(f.take_replies().empty());
+    for (size_t i = 0; i < f.backend.requests.size(); ++i) {
+        if (i == 1) {
+            continue;
+        }
+        proto::Response r = ok();
+        if (f.backend.requests[i].has_exists()) {
+            r.mutable_exists()->set_exists(false);
+        }
+        f.answer(i, r);
+    }
+    const std::vector<Reply> replies = f.take_replies();
+    REQUIRE(replies.size() == 5);
+    for (size_t i = 0; i < replies.size(); ++i) {
+        CHECK(replies[i].xid == static_cast<int32_t>(i + 1));
+    }
 }
 
 }  // namespace zk_frontend_test
