@@ -182,21 +182,16 @@ wait_healthy() {
 # --- raftlock -------------------------------------------------------------------------------------
 
 raftlock_port_base=27400
-raftlock_endpoints() {
+# The nodes' ports at base + OFFSET + n: 10 the native client port, 30 the ZooKeeper port.
+raftlock_ports() {
     local n list=()
     for n in "${nodes[@]}"; do
-        list+=("127.0.0.1:$((raftlock_port_base + 10 + n))")
+        list+=("127.0.0.1:$((raftlock_port_base + $1 + n))")
     done
     (IFS=,; echo "${list[*]}")
 }
-
-raftlock_zk_endpoints() {
-    local n list=()
-    for n in "${nodes[@]}"; do
-        list+=("127.0.0.1:$((raftlock_port_base + 30 + n))")
-    done
-    (IFS=,; echo "${list[*]}")
-}
+raftlock_endpoints() { raftlock_ports 10; }
+raftlock_zk_endpoints() { raftlock_ports 30; }
 
 start_raftlock() {
     local n
