@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
             r.scenario = scenario;
             r.mode = "closed";
             r.note = "not applicable: the SQL mode has no watches (no LISTEN/NOTIFY)";
-            fmt::print("{}\n", to_text(r));
+            fmt::print("{}\n", to_text(r, args.label));
             if (json != nullptr) {
                 fmt::print(json, "{}\n", to_json(r, args.label));
             }
@@ -324,7 +324,7 @@ int main(int argc, char** argv) {
             // Unique names per run: a system keeps what earlier runs left behind.
             o.prefix = fmt::format("b{}-{}-{}", ::getpid(), std::time(nullptr), ++run_number);
             run_scenario(driver.get(), o, [&](const RunResult& result) {
-                fmt::print("{}\n", to_text(result));
+                fmt::print("{}\n", to_text(result, args.label));
                 std::fflush(stdout);
                 if (json != nullptr) {
                     fmt::print(json, "{}\n", to_json(result, args.label));

@@ -53,11 +53,12 @@ std::string latency_text(const Histogram& h) {
 
 }  // namespace
 
-std::string to_text(const RunResult& r) {
-    std::string out = fmt::format(
-        "{} {} {} clients={}{}: {:.0f} ops/s  {}  errors {}", r.system, r.scenario, r.mode,
-        r.clients, r.rate_per_s > 0 ? fmt::format(" rate={:.0f}/s", r.rate_per_s) : std::string(),
-        r.ops_per_s(), latency_text(r.latency), r.errors);
+std::string to_text(const RunResult& r, const std::string& label) {
+    std::string out =
+        fmt::format("{} {} {} clients={}{}: {:.0f} ops/s  {}  errors {}",
+                    label.empty() ? r.system : label, r.scenario, r.mode, r.clients,
+                    r.rate_per_s > 0 ? fmt::format(" rate={:.0f}/s", r.rate_per_s) : std::string(),
+                    r.ops_per_s(), latency_text(r.latency), r.errors);
     for (const auto& [name, h] : r.more_latency) {
         out += fmt::format("\n    {}: {}", name, latency_text(h));
     }

@@ -9,8 +9,8 @@
 
 namespace raftlock::bench {
 
-std::string to_text(const RunResult& result);
-// `label` replaces the system name when not empty (e.g. "redis-nofsync").
+// `label` replaces the system name when not empty (e.g. "redis-nofsync", "raftlock-zk").
+std::string to_text(const RunResult& result, const std::string& label);
 std::string to_json(const RunResult& result, const std::string& label);
 
 }  // namespace raftlock::bench
