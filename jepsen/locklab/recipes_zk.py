@@ -38,13 +38,12 @@ class KazooLock:
     # resource connection (worker.py).
     reports_from_thread = True
 
-    def __init__(self, args, endpoints, rng):
+    def __init__(self, args, endpoints, _rng):
         self.hosts = ",".join(f"{host}:{port}" for host, port in endpoints)
         self.path = f"{LOCKS_ROOT}/{args.lock}"
         self.identifier = f"worker-{args.worker}"
         self.ttl_s = args.ttl_ms / 1000
         self.wait_s = 2 * self.ttl_s
-        self.rng = rng
         self.client = None
         self.lock = None
         self.fencing_token = None

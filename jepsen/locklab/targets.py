@@ -130,11 +130,31 @@ class Target:
         return {"slot": slot}
 
 
-class Raftlock(Target):
+class Ensemble(Target):
+    """Three servers that elect a leader; the server faults hit the leader (any server while
+    there is none)."""
+
+    slots = (1, 2, 3)
+
+    def leads(self, slot):
+        """Whether the server in `slot` says it is the leader (False when it does not answer)."""
+        raise NotImplementedError
+
+    def leader(self):
+        for s in self.slots:
+            if self.procs[s].alive() and self.leads(s):
+                return s
+        return None
+
+    def kill_victim(self):
+        leader = self.leader()
+        return leader if leader is not None else self.rng.choice(self.slots)
+
+
+class Raftlock(Ensemble):
     """Three raftlockd, every port on each."""
 
     name = "raftlock"
-    slots = (1, 2, 3)
 
     def start(self, build_dir):
         cluster_id = self.rng.randrange(1, 2**31)
@@ -163,13 +183,9 @@ class Raftlock(Target):
         except Exception:  # down, or cut off: no status
             return None
 
-    def leader(self):
-        for s in self.slots:
-            if self.procs[s].alive():
-                status = self.status(s)
-                if status and status.get("role") == "leader":
-                    return s
-        return None
+    def leads(self, slot):
+        status = self.status(slot)
+        return bool(status) and status.get("role") == "leader"
 
     def endpoints(self, family):
         port = CLIENT_PORT
@@ -180,11 +196,6 @@ class Raftlock(Target):
         elif family.startswith("zk"):
             port = ZK_PORT
         return [f"{netns.server_ip(s)}:{port}" for s in self.slots]
-
-    def kill_victim(self):
-        leader = self.leader()
-        return leader if leader is not None else self.rng.choice(self.slots)
-
 
 def redis_cmd(slot, durable):
     persistence = (["--appendonly", "yes", "--appendfsync", "always"] if durable else
@@ -334,7 +345,7 @@ def pg_ready(ip):
     return done.returncode == 0
 
 
-class Zookeeper(Target):
+class Zookeeper(Ensemble):
     """A three-server ZooKeeper 3.8 ensemble (Debian's), each server's transaction log fsynced
     (ZooKeeper's default). tickTime 500 ms, so that the lab's 2 s session timeout is inside
     ZooKeeper's bounds (2 to 20 ticks) and a session expires within a tick of its timeout, as
@@ -342,7 +353,6 @@ class Zookeeper(Target):
     comparable to raftlock's election timeout."""
 
     name = "zookeeper"
-    slots = (1, 2, 3)
     TICK_MS = 500
 
     def start(self, _build_dir):
@@ -387,18 +397,11 @@ class Zookeeper(Target):
                 return line[len("Mode: "):].strip()
         return None
 
-    def leader(self):
-        for s in self.slots:
-            if self.procs[s].alive() and self.mode(s) == "leader":
-                return s
-        return None
+    def leads(self, slot):
+        return self.mode(slot) == "leader"
 
     def endpoints(self, _family):
         return [f"{netns.server_ip(s)}:{ZOOKEEPER_PORT}" for s in self.slots]
-
-    def kill_victim(self):
-        leader = self.leader()
-        return leader if leader is not None else self.rng.choice(self.slots)
 
 
 TARGETS = {t.name: t for t in (Raftlock, Redis, RedisReplicated, Redis5, Postgres, Zookeeper)}

@@ -5,35 +5,19 @@
 #   start_cluster; start_real_redis
 #   $RAFTLOCK_REDIS_PORTS (three ports), $REAL_REDIS_PORT, $WORK (scratch directory)
 
-set -euo pipefail
-build_dir=$(cd "$1" && pwd)
-port_base=$2
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/raftlock-redis-test.XXXXXX")
+source "$(dirname "${BASH_SOURCE[0]}")/../cluster_lib.sh" "$1" "$2" redis-test
+WORK=$work
 RAFTLOCK_REDIS_PORTS=("$((port_base + 301))" "$((port_base + 302))" "$((port_base + 303))")
 REAL_REDIS_PORT=$((port_base + 399))
 real_redis_pid=
 
-cluster() {
-    RAFTLOCK_NO_BUILD=1 RAFTLOCK_BUILD_DIR="$build_dir" RAFTLOCK_DATA_DIR="$WORK/data" \
-        RAFTLOCK_PORT_BASE="$port_base" "$repo/scripts/cluster.sh" "$@"
-}
-
-cleanup() {
-    local status=$?
-    cluster down >/dev/null 2>&1 || true
+stop_real_redis() {
     if [ -n "$real_redis_pid" ]; then
         kill "$real_redis_pid" 2>/dev/null || true
         wait "$real_redis_pid" 2>/dev/null || true
     fi
-    if [ $status -ne 0 ]; then
-        echo "--- node logs (last lines) ---" >&2
-        tail -n 20 "$WORK"/data/node*/raftlockd.log >&2 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-    exit $status
 }
-trap cleanup EXIT
+on_exit stop_real_redis
 
 start_cluster() {
     cluster up >/dev/null

@@ -7,11 +7,8 @@
 #   $RAFTLOCK_PG_PORTS (three ports), $REAL_PG_PORT, $WORK (scratch directory),
 #   psql_to PORT [psql args...]   (every server is reached over TCP on 127.0.0.1)
 
-set -euo pipefail
-build_dir=$(cd "$1" && pwd)
-port_base=$2
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/raftlock-sql-test.XXXXXX")
+source "$(dirname "${BASH_SOURCE[0]}")/../cluster_lib.sh" "$1" "$2" sql-test
+WORK=$work
 # The scratch directory is readable by everyone, so that PostgreSQL (which runs as the postgres OS
 # user) can reach its own subdirectories in it.
 chmod 755 "$WORK"
@@ -21,28 +18,21 @@ PG_BIN=/usr/lib/postgresql/15/bin
 real_pg_pid=
 export PGCONNECT_TIMEOUT=10
 
-cluster() {
-    RAFTLOCK_NO_BUILD=1 RAFTLOCK_BUILD_DIR="$build_dir" RAFTLOCK_DATA_DIR="$WORK/data" \
-        RAFTLOCK_PORT_BASE="$port_base" "$repo/scripts/cluster.sh" "$@"
-}
-
-# The same command as a single string, for the Python drivers that kill and restart nodes.
+# The cluster command as a single string, for the Python drivers that kill and restart nodes.
 cluster_command() {
     echo "env RAFTLOCK_NO_BUILD=1 RAFTLOCK_BUILD_DIR=$build_dir RAFTLOCK_DATA_DIR=$WORK/data" \
         "RAFTLOCK_PORT_BASE=$port_base $repo/scripts/cluster.sh"
 }
 
-cleanup() {
-    local status=$?
-    # Peer sessions (peer.sh) that a failed script did not close: their FIFO writers would
-    # otherwise sleep for ever.
-    local pid_file
+# Peer sessions (peer.sh) that a failed script did not close (their FIFO writers would otherwise
+# sleep for ever), and the real PostgreSQL.
+stop_peers_and_postgres() {
+    local status=$1 pid_file
     for pid_file in "$WORK"/peers*/*.pid; do
         if [ -f "$pid_file" ]; then
             kill "$(cat "$pid_file")" 2>/dev/null || true
         fi
     done
-    cluster down >/dev/null 2>&1 || true
     if [ -n "$real_pg_pid" ]; then
         # SIGINT is PostgreSQL's fast shutdown: it ends the sessions and exits at once. It goes to
         # the postmaster itself (its pid is the first line of postmaster.pid): runuser, the
@@ -56,15 +46,12 @@ cleanup() {
         fi
         wait "$real_pg_pid" 2>/dev/null || true
     fi
-    if [ $status -ne 0 ]; then
-        echo "--- node logs (last lines) ---" >&2
-        tail -n 20 "$WORK"/data/node*/raftlockd.log >&2 2>/dev/null || true
-        [ -f "$WORK/pg.log" ] && { echo "--- postgres log ---" >&2; tail -n 20 "$WORK/pg.log" >&2; }
+    if [ "$status" -ne 0 ] && [ -f "$WORK/pg.log" ]; then
+        echo "--- postgres log ---" >&2
+        tail -n 20 "$WORK/pg.log" >&2
     fi
-    rm -rf "$WORK"
-    exit $status
 }
-trap cleanup EXIT
+on_exit stop_peers_and_postgres
 
 start_cluster() {
     cluster up >/dev/null

@@ -1,5 +1,6 @@
 # Shared by the ZooKeeper-mode tests: a three-node raftlock cluster with its ZooKeeper ports, in a
-# scratch directory that is removed on exit (the nodes' last log lines shown if the test failed).
+# scratch directory that is removed on exit (cluster_lib.sh; the nodes' last log lines shown if the
+# test failed).
 #
 #   source lib.sh BUILD_DIR PORT_BASE NAME
 #   $work (scratch directory), $zk_hosts (the three nodes' HOST:PORT), $repo, $build_dir,
@@ -7,41 +8,6 @@
 #   program that runs scripts/cluster.sh itself); on_exit FUNCTION (run first at exit, with the
 #   exit status)
 
-set -euo pipefail
-build_dir=$(cd "$1" && pwd)
-port_base=$2
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/raftlock-$3.XXXXXX")
+source "$(dirname "${BASH_SOURCE[0]}")/../cluster_lib.sh" "$1" "$2" "$3"
 zk_hosts=("127.0.0.1:$((port_base + 501))" "127.0.0.1:$((port_base + 502))"
     "127.0.0.1:$((port_base + 503))")
-exit_hooks=()
-
-cluster() {
-    RAFTLOCK_NO_BUILD=1 RAFTLOCK_BUILD_DIR="$build_dir" RAFTLOCK_DATA_DIR="$work/data" \
-        RAFTLOCK_PORT_BASE="$port_base" "$repo/scripts/cluster.sh" "$@"
-}
-
-export_cluster_env() {
-    export RAFTLOCK_NO_BUILD=1 RAFTLOCK_BUILD_DIR="$build_dir" RAFTLOCK_DATA_DIR="$work/data" \
-        RAFTLOCK_PORT_BASE="$port_base"
-}
-
-on_exit() {
-    exit_hooks+=("$1")
-}
-
-cleanup() {
-    local status=$?
-    local hook
-    for hook in "${exit_hooks[@]}"; do
-        "$hook" "$status" || true
-    done
-    cluster down >/dev/null 2>&1 || true
-    if [ $status -ne 0 ]; then
-        echo "--- node logs (last lines) ---" >&2
-        tail -n 20 "$work"/data/node*/raftlockd.log >&2 2>/dev/null || true
-    fi
-    rm -rf "$work"
-    exit $status
-}
-trap cleanup EXIT
