@@ -174,6 +174,9 @@ void add_gauges(Metrics& metrics, const Replica& replica) {
                         [&replica] { return static_cast<double>(replica.storage_writes()); });
     metrics.add_counter("raftlock_storage_syncs_total", "synced storage writes (fdatasync)",
                         [&replica] { return static_cast<double>(replica.storage_syncs()); });
+    metrics.add_counter("raftlock_storage_turns_total",
+                        "turns of the storage thread that found writes queued (its wake-ups)",
+                        [&replica] { return static_cast<double>(replica.storage_turns()); });
 }
 
 // Connections closed for unread replies over --client-output-buffer-bytes-max, over the client,

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "base/assert.h"
 #include "base/rng.h"
 #include "net/raft_codec.h"
 #include "raft/conf_change.h"
@@ -135,6 +136,7 @@ void Replica::tick() {
     }
     expire_requests();
     sql_keepalives();
+    queue_commit_write();
     schedule_flush();
 }
 
@@ -183,20 +185,37 @@ void Replica::persist(std::shared_ptr<const raft::Ready> ready, bool sync, Callb
 }
 
 void Replica::persist_commit(const raft::HardState& hard_state) {
-    // Queued behind any other write; applying the commit, and answering the client, does not
-    // wait for a round trip through the storage thread.
-    auto commit_only = std::make_shared<raft::Ready>();
-    commit_only->hard_state = hard_state;
-    queue_write(std::move(commit_only), false, {});
+    // The commit index need not be durable before anything is applied or answered: it is
+    // recomputed from a quorum after a restart, and a node that restarts with an older one only
+    // applies less until the leader tells it more. So this write waits for the next storage job
+    // or the next tick, and one storage wake-up per commit (two per write on every node: the
+    // entries, then their commit) becomes one. A newer commit replaces an unwritten older one.
+    RL_ASSERT(!commit_to_write_ || commit_to_write_->commit <= hard_state.commit);
+    commit_to_write_ = hard_state;
 }
 
 void Replica::queue_write(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done) {
     queue_storage_job(StorageJob{std::move(ready), sync, {}}, std::move(done));
 }
 
+// On a tick, so a commit written nowhere else reaches the disk within one tick.
+void Replica::queue_commit_write() {
+    if (!commit_to_write_) {
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lock(storage_jobs_mutex_);
+        move_commit_to_jobs();
+    }
+    worker_->submit([this] { run_storage_jobs(); }, {});
+}
+
 void Replica::queue_storage_job(StorageJob job, Callback done) {
     {
         std::lock_guard<std::mutex> lock(storage_jobs_mutex_);
+        // A commit not yet written goes first: it covers only entries written before it, and a
+        // snapshot this job saves (at the applied index) is covered by it.
+        move_commit_to_jobs();
         storage_jobs_.push_back(std::move(job));
     }
     // One worker task per job, so every `done` is posted in order, after its job; the first task
@@ -204,11 +223,24 @@ void Replica::queue_storage_job(StorageJob job, Callback done) {
     worker_->submit([this] { run_storage_jobs(); }, std::move(done));
 }
 
+void Replica::move_commit_to_jobs() {
+    if (!commit_to_write_) {
+        return;
+    }
+    auto commit_only = std::make_shared<raft::Ready>();
+    commit_only->hard_state = *commit_to_write_;
+    commit_to_write_.reset();
+    storage_jobs_.push_back(StorageJob{std::move(commit_only), false, {}});
+}
+
 void Replica::run_storage_jobs() {
     std::deque<StorageJob> jobs;
     {
         std::lock_guard<std::mutex> lock(storage_jobs_mutex_);
         jobs.swap(storage_jobs_);
+    }
+    if (!jobs.empty()) {
+        storage_turns_.fetch_add(1, std::memory_order_relaxed);
     }
     // Consecutive writes share one sync at their end (group commit across Readies: one log,
     // synced as a whole); any other job (a snapshot save) runs in its place in the order.

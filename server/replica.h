@@ -150,6 +150,8 @@ public:
     // Raft batches written, and syncs: several batches queued while one synced share the next.
     uint64_t storage_writes() const { return storage_writes_.load(std::memory_order_relaxed); }
     uint64_t storage_syncs() const { return storage_syncs_.load(std::memory_order_relaxed); }
+    // Turns of the storage thread that found jobs queued: each one a wake-up of that thread.
+    uint64_t storage_turns() const { return storage_turns_.load(std::memory_order_relaxed); }
     uint64_t leader() const { return soft_.leader; }
     raft::Index applied_index() const { return applied_index_; }
     // A committed configuration removed this node: it has shut down and the process should exit.
@@ -246,6 +248,9 @@ private:
     };
     void queue_write(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done);
     void queue_storage_job(StorageJob job, Callback done);
+    void queue_commit_write();
+    // Under storage_jobs_mutex_: queues commit_to_write_, if any.
+    void move_commit_to_jobs();
     // On the storage thread: runs every queued job in order; consecutive writes share a sync.
     void run_storage_jobs();
     void serve_reads(std::vector<raft::ReadState>& read_states) override;
@@ -415,8 +420,12 @@ private:
     // storage_jobs_ (see StorageJob), shared with the storage thread.
     std::mutex storage_jobs_mutex_;
     std::deque<StorageJob> storage_jobs_;
+    // The newest commit-only hard state not yet queued (persist_commit): it goes out in front of
+    // the next storage job, or on the next tick, instead of waking the storage thread per commit.
+    std::optional<raft::HardState> commit_to_write_;
     std::atomic<uint64_t> storage_writes_{0};  // written by the storage thread, read by metrics
     std::atomic<uint64_t> storage_syncs_{0};
+    std::atomic<uint64_t> storage_turns_{0};
 
     // Declared last: destroyed first, so its writes finish before the store closes.
     std::unique_ptr<StorageExecutor> worker_;

@@ -1,3 +1,5 @@
+#include <map>
+
 #include <catch2/catch.hpp>
 
 #include "replica_cluster.h"
@@ -615,6 +617,62 @@ TEST_CASE("locks survive the leader's crash and a restarted node recovers from i
     REQUIRE(again.has_value());
     REQUIRE(again->lock_info().holders_size() == 1);
     CHECK(again->lock_info().holders(0).session() == a.session);
+}
+
+// A commit-only hard state waits for the next write (or tick) instead of waking the storage
+// thread on its own: the leader, which learns each commit from its followers' acknowledgements
+// after its own write, takes one storage turn per client write, not two; so does every node.
+TEST_CASE("each commit is written with the next write, not on a storage turn of its own",
+          "[server][replica][storage]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    c.connect(leader, 1);
+    Client a;
+    open_session(c, leader, 1, a, 5000);
+    std::map<uint64_t, uint64_t> turns_before;
+    for (uint64_t node : {1, 2, 3}) {
+        turns_before[node] = c.replica(node).storage_turns();
+    }
+    const raft::Index applied_before = c.replica(leader).applied_index();
+    constexpr int kCycles = 40;
+    for (int i = 0; i < kCycles; ++i) {
+        const uint64_t token = hold(c, leader, 1, a, "db");
+        auto released = c.call(leader, 1, a.release("db", token));
+        REQUIRE(released.has_value());
+        REQUIRE(released->code() == proto::OK);
+    }
+    const uint64_t writes = c.replica(leader).applied_index() - applied_before;
+    REQUIRE(writes >= 2 * kCycles);
+    for (uint64_t node : {1, 2, 3}) {
+        const uint64_t turns = c.replica(node).storage_turns() - turns_before[node];
+        INFO("node " << node << (node == leader ? " (leader)" : "") << ": " << writes
+                     << " entries, " << turns << " storage turns");
+        // Two turns per write when each commit took its own; ticks while idle add a few.
+        CHECK(turns <= writes + writes / 4);
+    }
+}
+
+TEST_CASE("a commit no later write carries reaches the disk on the next tick",
+          "[server][replica][storage][recovery]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(leader, 1);
+    Client a;
+    open_session(c, leader, 1, a, 5000);
+    hold(c, leader, 1, a, "db");
+    const raft::Index last = c.replica(leader).applied_index();
+    REQUIRE(c.run_until([&] { return c.replica(follower).applied_index() >= last; }));
+    const int64_t now_ms = c.clock.now_ms;
+    REQUIRE(c.run_until(
+        [&] { return c.clock.now_ms >= now_ms + 2 * int64_t{c.config_template.tick_ms}; }));
+
+    // Restarted alone, the follower replays its log up to the commit index on its disk.
+    c.crash(follower);
+    c.isolate(follower, true);
+    c.restart(follower);
+    REQUIRE(c.run_until([&] { return !c.replica(follower).catching_up(); }, 2000));
+    CHECK(c.replica(follower).applied_index() >= last);
 }
 
 TEST_CASE("bad requests get clear errors and change nothing", "[server][replica]") {
