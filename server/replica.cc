@@ -314,7 +314,10 @@ void Replica::on_soft_state(const raft::SoftState& soft) {
     }
     if (soft.role == raft::Role::kLeader && before.role != raft::Role::kLeader) {
         // A new leader gives every session a full timeout (no session dies of a failover), and
-        // continues cluster time from the last applied entry with its own monotonic clock.
+        // continues cluster time from the last applied entry with its own monotonic clock. Not
+        // from its own stamps of an earlier term: cut off while it led, it stamped writes nobody
+        // committed with time the cluster never had, and continuing from those would make TTLs
+        // expire early by as much as the failover took.
         std::vector<std::pair<uint64_t, int64_t>> sessions;
         for (const sm::SessionInfo& s : sm_.sessions()) {
             sessions.emplace_back(s.id, s.timeout_ms);
@@ -322,6 +325,7 @@ void Replica::on_soft_state(const raft::SoftState& soft) {
         tracker_.reset(sessions, clock_.steady_ms());
         const int64_t base_ms = sm_.now_ms() > 0 ? sm_.now_ms() : clock_.wall_ms();
         time_offset_ms_ = base_ms - clock_.steady_ms();
+        last_stamp_ms_ = base_ms;
         last_noop_ms_ = 0;
     } else if (before.role == raft::Role::kLeader && soft.role != raft::Role::kLeader) {
         tracker_.clear();

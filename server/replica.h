@@ -385,7 +385,7 @@ private:
     bool shutting_down_ = false;
     uint64_t ticks_ = 0;
     int64_t time_offset_ms_ = 0;  // cluster time = steady clock + offset while leader
-    int64_t last_stamp_ms_ = 0;
+    int64_t last_stamp_ms_ = 0;   // the newest stamp of this term: stamps never go back in it
     int64_t last_noop_ms_ = 0;
     uint64_t next_nonce_ = 0;
     uint64_t redis_origin_ = 0;  // this process's id for the keyspace's at-most-once (never 0)
