@@ -352,8 +352,9 @@ MultiOp read_multi_op(Reader& r, uint8_t version) {
     }
 }
 
-Multi read_multi(Reader& r, uint8_t version) {
+Multi read_multi(Reader& r, uint8_t version, bool containers_at_end) {
     Multi o;
+    o.containers_at_end = containers_at_end;
     uint64_t n = r.varint_in(1, kMultiOpsMax);
     // Each sub-op takes at least two bytes, so a hostile count cannot make us loop or allocate for
     // long before the reader runs dry.
@@ -463,7 +464,7 @@ Op read_op_v1(Reader& r, uint8_t tag) {
         case 7:
             return read_set_data(r);
         case 8:
-            return read_multi(r, kCommandFormatVersionV1);
+            return read_multi(r, kCommandFormatVersionV1, false);
         case 9:
             return read_acquire(r);
         case 10:
@@ -507,7 +508,9 @@ Op read_op(Reader& r, uint8_t tag) {
         case OpTag::kSetData:
             return read_set_data(r);
         case OpTag::kMulti:
-            return read_multi(r, kCommandFormatVersion);
+            return read_multi(r, kCommandFormatVersion, false);
+        case OpTag::kMultiContainersAtEnd:
+            return read_multi(r, kCommandFormatVersion, true);
         case OpTag::kAcquire:
             return read_acquire(r);
         case OpTag::kRelease:
@@ -533,6 +536,14 @@ Op read_op(Reader& r, uint8_t tag) {
     return Noop{};
 }
 
+// One tag per op type, but two for Multi: its container rule is part of what the entry means.
+OpTag tag_of(const Op& op) {
+    if (const auto* multi = std::get_if<Multi>(&op); multi != nullptr && multi->containers_at_end) {
+        return OpTag::kMultiContainersAtEnd;
+    }
+    return std::visit([](const auto& o) { return op_tag<std::decay_t<decltype(o)>>(); }, op);
+}
+
 }  // namespace
 
 Result<std::string, ErrorCode> encode_command(const Command& c) {
@@ -551,8 +562,7 @@ Result<std::string, ErrorCode> encode_command(const Command& c) {
         w.bytes(c.fence->lock);
         w.varint(c.fence->token);
     }
-    w.u8(static_cast<uint8_t>(
-        std::visit([](const auto& o) { return op_tag<std::decay_t<decltype(o)>>(); }, c.op)));
+    w.u8(static_cast<uint8_t>(tag_of(c.op)));
     std::visit([&w](const auto& o) { write_op_fields(w, o); }, c.op);
     return out;
 }

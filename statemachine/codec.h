@@ -50,6 +50,7 @@ enum class OpTag : uint8_t {
     kCancel = 12,
     kAcquireMany = 13,
     kAttachSession = 14,
+    kMultiContainersAtEnd = 15,  // a Multi with containers_at_end (kMulti: without)
     kRedisCommand = 32,
     kSqlStatement = 48,
     kSqlCancel = 49,
@@ -76,7 +77,7 @@ constexpr OpTag op_tag() {
     } else if constexpr (std::is_same_v<T, SetData>) {
         return OpTag::kSetData;
     } else if constexpr (std::is_same_v<T, Multi>) {
-        return OpTag::kMulti;
+        return OpTag::kMulti;  // or kMultiContainersAtEnd: see tag_of()
     } else if constexpr (std::is_same_v<T, Acquire>) {
         return OpTag::kAcquire;
     } else if constexpr (std::is_same_v<T, Release>) {
@@ -125,6 +126,8 @@ static_assert(static_cast<uint8_t>(OpTag::kAcquire) == 10);
 static_assert(static_cast<uint8_t>(OpTag::kRelease) == 11);
 static_assert(static_cast<uint8_t>(OpTag::kCancel) == 12);
 static_assert(static_cast<uint8_t>(OpTag::kAcquireMany) == 13);
+static_assert(static_cast<uint8_t>(OpTag::kAttachSession) == 14);
+static_assert(static_cast<uint8_t>(OpTag::kMultiContainersAtEnd) == 15);
 static_assert(static_cast<uint8_t>(OpTag::kRedisCommand) == 32);
 static_assert(static_cast<uint8_t>(OpTag::kSqlStatement) == 48);
 static_assert(static_cast<uint8_t>(OpTag::kSqlCancel) == 49);

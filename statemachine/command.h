@@ -73,6 +73,11 @@ using MultiOp = std::variant<Create, Delete, SetData, Check>;
 // All sub-ops are applied, or none (ZooKeeper's multi).
 struct Multi {
     std::vector<MultiOp> ops;  // 1..kMultiOpsMax
+    // A container whose last child a sub-op deletes is removed when the whole multi has applied,
+    // if it is still empty then, so that later sub-ops still find it (delete it, or create a child
+    // in it), as in ZooKeeper, whose container manager removes it later still. False: at once, as
+    // the multis logged before this existed (op tag 9) were applied; they replay the same way.
+    bool containers_at_end = true;
     friend bool operator==(const Multi&, const Multi&) = default;
 };
 

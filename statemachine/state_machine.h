@@ -225,6 +225,9 @@ private:
         std::vector<WatchTrigger>* triggers = nullptr;
         std::vector<Undo>* undo = nullptr;  // null outside a Multi
         std::vector<Timer>* timers = nullptr;
+        // Set inside a Multi with containers_at_end: containers emptied by its sub-ops, removed
+        // (if still empty) once they all applied. Null: an emptied container goes at once.
+        std::vector<std::string>* emptied_containers = nullptr;
     };
 
     // state_machine.cc

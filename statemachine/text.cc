@@ -147,7 +147,8 @@ std::string op_text(const Op& op) {
             } else if constexpr (std::is_same_v<T, SetData>) {
                 return fmt::format("set {} v={} len={}", o.path, o.version, o.data.size());
             } else if constexpr (std::is_same_v<T, Multi>) {
-                return fmt::format("multi ops={}", o.ops.size());
+                return fmt::format("multi ops={}{}", o.ops.size(),
+                                   o.containers_at_end ? " containers-at-end" : "");
             } else if constexpr (std::is_same_v<T, Acquire>) {
                 return fmt::format("acquire \"{}\" tag=\"{}\" {} permits={} wait={} delay={}",
                                    o.name, o.owner_tag, to_string(o.mode), o.permits, o.wait_ms,

@@ -146,7 +146,11 @@ void StateMachine::remove_node(const std::string& path_ref, TreeCtx& ctx) {
     // ZooKeeper's ContainerManager deletes an emptied container some time later; deleting it in
     // the same entry is deterministic and leaves no garbage. Recursion depth <= kPathDepthMax.
     if (parent.kind == NodeKind::kContainer && parent.children.empty()) {
-        remove_node(parent_path, ctx);
+        if (ctx.emptied_containers != nullptr) {
+            ctx.emptied_containers->push_back(parent_path);
+        } else {
+            remove_node(parent_path, ctx);
+        }
     }
 }
 
@@ -194,7 +198,8 @@ Response StateMachine::apply_multi(SessionId session,
     std::vector<Undo> undo;
     std::vector<WatchTrigger> triggers;
     std::vector<Timer> timers;
-    TreeCtx ctx{zxid, &triggers, &undo, &timers};
+    std::vector<std::string> emptied;
+    TreeCtx ctx{zxid, &triggers, &undo, &timers, op.containers_at_end ? &emptied : nullptr};
     Response response;
     response.results.resize(op.ops.size());
     for (size_t i = 0; i < op.ops.size(); i++) {
@@ -219,6 +224,15 @@ Response StateMachine::apply_multi(SessionId session,
             response.results[i].code = failed;
             response.code = failed;
             return response;
+        }
+    }
+    // Containers the sub-ops emptied and left empty go now, parents emptied by that after them.
+    for (size_t i = 0; i < emptied.size(); i++) {
+        RL_ASSERT(i < kMultiOpsMax * kPathDepthMax);
+        auto it = nodes_.find(emptied[i]);
+        if (it != nodes_.end() && it->second.kind == NodeKind::kContainer &&
+            it->second.children.empty()) {
+            remove_node(it->first, ctx);
         }
     }
     out.triggers.insert(out.triggers.end(), triggers.begin(), triggers.end());

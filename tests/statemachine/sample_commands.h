@@ -41,6 +41,7 @@ inline std::vector<Command> sample_commands() {
     Multi multi;
     multi.ops = {Create{"/m", "", NodeKind::kContainer, 0}, Delete{"/n", 3}, SetData{"/o", "v", -1},
                  Check{"/p", 2}};
+    multi.containers_at_end = false;  // as logged before containers waited for the multi's end
     out.push_back(session_command(multi));
     out.push_back(session_command(Acquire{"db", "worker-1", LockMode::kShared, 1, 500, 0}));
     out.push_back(session_command(Acquire{"pool", "", LockMode::kSemaphore, 5, 0, 1000}));
@@ -80,6 +81,10 @@ inline std::vector<Command> sample_commands() {
     attach.seq = 13;
     attach.op = AttachSession{42, kAttachSeqGap + 1000};
     out.push_back(attach);
+    // A multi whose emptied containers go at its end: zkCli's deleteall of a container.
+    Multi deleteall;
+    deleteall.ops = {Delete{"/c/x", -1}, Delete{"/c", -1}};
+    out.push_back(session_command(deleteall));
     return out;
 }
 

@@ -241,6 +241,61 @@ TEST_CASE("multi applies nothing when one op fails and reports which one",
     CHECK(h.sm.session(s)->ephemerals == 0);
 }
 
+TEST_CASE("a container a multi empties stays until the multi's end, then goes if still empty",
+          "[statemachine][tree][multi][container]") {
+    Harness h;
+    SessionId s = h.open();
+    h.create(s, "/c", NodeKind::kContainer);
+    h.create(s, "/c/x");
+    // zkCli's deleteall: the child, then the container itself.
+    Multi deleteall;
+    deleteall.ops = {Delete{"/c/x", -1}, Delete{"/c", -1}};
+    ApplyResult out = h.run(s, deleteall);
+    CHECK(out.response.code == ErrorCode::kOk);
+    CHECK(!h.sm.exists("/c"));
+
+    // A new child in the emptied container keeps it.
+    h.create(s, "/c", NodeKind::kContainer);
+    h.create(s, "/c/x");
+    Multi replace;
+    replace.ops = {Delete{"/c/x", -1}, Create{"/c/y", "", NodeKind::kPersistent, 0}};
+    CHECK(h.run(s, replace).response.code == ErrorCode::kOk);
+    CHECK(h.sm.children("/c").value() == std::vector<std::string>{"y"});
+
+    // Left empty, it goes at the end, with its emptied parent container, and their watches fire.
+    h.create(s, "/p", NodeKind::kContainer);
+    h.create(s, "/p/c", NodeKind::kContainer);
+    h.create(s, "/p/c/x");
+    Multi last;
+    last.ops = {Delete{"/p/c/x", -1}, Check{"/p/c", -1}};
+    out = h.run(s, last);
+    CHECK(out.response.code == ErrorCode::kOk);
+    CHECK(!h.sm.exists("/p/c"));
+    CHECK(!h.sm.exists("/p"));
+    size_t container_deletions = 0;
+    for (const WatchTrigger& t : out.triggers) {
+        if (t.type == EventType::kNodeDeleted && (t.path == "/p" || t.path == "/p/c")) {
+            ++container_deletions;
+        }
+    }
+    CHECK(container_deletions == 2);
+}
+
+TEST_CASE("a multi logged before containers waited for its end replays as it was applied",
+          "[statemachine][tree][multi][container]") {
+    Harness h;
+    SessionId s = h.open();
+    h.create(s, "/c", NodeKind::kContainer);
+    h.create(s, "/c/x");
+    Multi old;
+    old.ops = {Delete{"/c/x", -1}, Delete{"/c", -1}};
+    old.containers_at_end = false;
+    ApplyResult out = h.run(s, old);
+    CHECK(out.response.code == ErrorCode::kNoNode);
+    CHECK(out.response.results[1].code == ErrorCode::kNoNode);
+    CHECK(h.sm.exists("/c/x"));
+}
+
 TEST_CASE("a multi check with a wrong version fails the whole multi",
           "[statemachine][tree][multi]") {
     Harness h;
