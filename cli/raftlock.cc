@@ -704,10 +704,11 @@ int cmd_delete(const Context& ctx, const NodeArgs& args) {
 }
 
 client::CreateOptions create_options(const NodeArgs& args) {
-    const int kinds =
-        int{args.ephemeral || args.sequential} + int{args.container} + int{!args.ttl.empty()};
-    if (kinds > 1) {
-        throw UsageError{"--container, --ttl and --ephemeral/--sequential exclude each other"};
+    const int kinds = int{args.ephemeral} + int{args.container} + int{!args.ttl.empty()};
+    if (kinds > 1 || (args.sequential && args.container)) {
+        throw UsageError{
+            "--container, --ttl and --ephemeral exclude each other, and "
+            "--sequential goes with --ephemeral or --ttl only"};
     }
     if (args.hold && !args.ephemeral) {
         throw UsageError{"--hold only makes sense with --ephemeral"};
@@ -717,12 +718,12 @@ client::CreateOptions create_options(const NodeArgs& args) {
     if (args.ephemeral) {
         options.kind =
             args.sequential ? client::NodeKind::kEphemeralSequential : client::NodeKind::kEphemeral;
-    } else if (args.sequential) {
+    } else if (args.sequential && args.ttl.empty()) {
         options.kind = client::NodeKind::kPersistentSequential;
     } else if (args.container) {
         options.kind = client::NodeKind::kContainer;
     } else if (!args.ttl.empty()) {
-        options.kind = client::NodeKind::kTtl;
+        options.kind = args.sequential ? client::NodeKind::kTtlSequential : client::NodeKind::kTtl;
         options.ttl = duration_arg("--ttl", args.ttl);
     }
     return options;

@@ -17,7 +17,7 @@ proto::NodeKind to_proto(NodeKind kind) {
 }
 
 NodeKind from_proto(proto::NodeKind kind) {
-    return checked_enum<NodeKind>(kind, static_cast<int>(NodeKind::kTtl));
+    return checked_enum<NodeKind>(kind, static_cast<int>(NodeKind::kTtlSequential));
 }
 
 proto::LockMode to_proto(LockMode mode) {

@@ -26,6 +26,7 @@ enum class NodeKind : uint8_t {
     kEphemeralSequential,
     kContainer,
     kTtl,
+    kTtlSequential,  // a TTL node with a sequential name
 };
 
 enum class LockMode : uint8_t { kExclusive, kShared, kSemaphore };
@@ -73,7 +74,7 @@ struct Fence {
 
 struct CreateOptions {
     NodeKind kind = NodeKind::kPersistent;
-    std::chrono::milliseconds ttl{0};  // kTtl only
+    std::chrono::milliseconds ttl{0};  // kTtl and kTtlSequential only
     std::optional<Fence> fence;
 };
 

@@ -95,7 +95,7 @@ std::optional<proto::NodeKind> zk_create_kind(int32_t flags) {
         case zk::CreateMode::kPersistentWithTtl:
             return proto::TTL;
         case zk::CreateMode::kPersistentSequentialWithTtl:
-            break;  // the state machine has no sequential TTL node (docs/zookeeper-mode.md)
+            return proto::TTL_SEQUENTIAL;
     }
     return std::nullopt;
 }
@@ -113,7 +113,7 @@ std::optional<zk::Err> native_create(zk::OpCode type,
         return zk::Err::kBadArguments;
     }
     // A TTL mode only through createTTL, and createTTL only with one (as ZooKeeper).
-    const bool ttl_mode = *kind == proto::TTL;
+    const bool ttl_mode = *kind == proto::TTL || *kind == proto::TTL_SEQUENTIAL;
     if (ttl_mode != (type == zk::OpCode::kCreateTtl) || (ttl_mode && in.ttl <= 0)) {
         return zk::Err::kBadArguments;
     }

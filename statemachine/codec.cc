@@ -25,7 +25,7 @@ bool valid_create(const Create& op) {
     if (!valid_path(full) || full == "/" || op.data.size() > kDataBytesMax) {
         return false;
     }
-    if (op.kind == NodeKind::kTtl) {
+    if (is_ttl(op.kind)) {
         return op.ttl_ms > 0 && op.ttl_ms <= kTtlMsMax;
     }
     return op.ttl_ms == 0;

@@ -49,7 +49,7 @@ struct Create {
     std::string path;  // for sequential kinds the 10-digit suffix is appended to this
     std::string data;  // <= kDataBytesMax
     NodeKind kind = NodeKind::kPersistent;
-    TimeMs ttl_ms = 0;  // kTtl only: (0, kTtlMsMax]; otherwise 0
+    TimeMs ttl_ms = 0;  // kTtl and kTtlSequential only: (0, kTtlMsMax]; otherwise 0
     friend bool operator==(const Create&, const Create&) = default;
 };
 struct Delete {

@@ -57,7 +57,7 @@ std::string StateMachine::check_tree_invariants() const {
         if (is_ephemeral(node.kind) != (node.stat.ephemeral_owner != kNoSession)) {
             return "ephemeral owner does not match the kind of " + path;
         }
-        if ((node.kind == NodeKind::kTtl) != (node.ttl_ms > 0)) {
+        if (is_ttl(node.kind) != (node.ttl_ms > 0)) {
             return "a TTL out of step with the kind of " + path;
         }
         if (node.stat.czxid > last_applied_ || node.stat.mzxid > last_applied_) {

@@ -67,6 +67,8 @@ std::string_view to_string(NodeKind kind) {
             return "container";
         case NodeKind::kTtl:
             return "ttl";
+        case NodeKind::kTtlSequential:
+            return "ttl_sequential";
     }
     return "?";
 }

@@ -97,7 +97,7 @@ ErrorCode StateMachine::do_create(
     if (node.stat.ephemeral_owner != kNoSession) {
         sessions_.at(session).ephemerals.insert(path);
     }
-    if (op.kind == NodeKind::kTtl) {
+    if (is_ttl(op.kind)) {
         ctx.timers->push_back(Timer{now_ms_ + op.ttl_ms, TimerKind::kTtl, path, ctx.zxid, {}});
     }
     *stat = node.stat;
@@ -273,8 +273,7 @@ void StateMachine::roll_back(std::vector<Undo>& undo) {
 void StateMachine::fire_ttl(const Timer& timer, Index zxid, ApplyResult& out) {
     auto it = nodes_.find(timer.key);
     // The node may be gone, or be a newer node at the same path (which has its own timer).
-    if (it == nodes_.end() || it->second.kind != NodeKind::kTtl ||
-        it->second.stat.czxid != timer.id) {
+    if (it == nodes_.end() || !is_ttl(it->second.kind) || it->second.stat.czxid != timer.id) {
         return;
     }
     const Node& node = it->second;

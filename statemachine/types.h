@@ -46,16 +46,21 @@ enum class NodeKind : uint8_t {
     kEphemeral,
     kPersistentSequential,
     kEphemeralSequential,
-    kContainer,  // deleted when its last child is deleted
-    kTtl,        // deleted when unmodified for ttl_ms and without children
+    kContainer,      // deleted when its last child is deleted
+    kTtl,            // deleted when unmodified for ttl_ms and without children
+    kTtlSequential,  // a kTtl node named as a sequential one is (ZooKeeper 3.5.3's too)
 };
-inline constexpr uint8_t kNodeKindMax = static_cast<uint8_t>(NodeKind::kTtl);
+inline constexpr uint8_t kNodeKindMax = static_cast<uint8_t>(NodeKind::kTtlSequential);
 
 inline bool is_ephemeral(NodeKind k) {
     return k == NodeKind::kEphemeral || k == NodeKind::kEphemeralSequential;
 }
 inline bool is_sequential(NodeKind k) {
-    return k == NodeKind::kPersistentSequential || k == NodeKind::kEphemeralSequential;
+    return k == NodeKind::kPersistentSequential || k == NodeKind::kEphemeralSequential ||
+           k == NodeKind::kTtlSequential;
+}
+inline bool is_ttl(NodeKind k) {
+    return k == NodeKind::kTtl || k == NodeKind::kTtlSequential;
 }
 
 // A node's metadata, with ZooKeeper's field meanings.

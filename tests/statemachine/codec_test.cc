@@ -147,6 +147,8 @@ TEST_CASE("encoding refuses commands that break a documented range", "[statemach
     bad.push_back(session_command(
         Create{"/a", std::string(kDataBytesMax + 1, 'x'), NodeKind::kPersistent, 0}));
     bad.push_back(session_command(Create{"/a", "", NodeKind::kTtl, 0}));
+    bad.push_back(session_command(Create{"/a-", "", NodeKind::kTtlSequential, 0}));
+    bad.push_back(session_command(Create{"/a-", "", NodeKind::kPersistentSequential, 1000}));
     bad.push_back(session_command(Create{"/a", "", NodeKind::kPersistent, 10}));
     bad.push_back(session_command(Delete{"/", -1}));
     bad.push_back(session_command(SetData{"/a", "", -2}));

@@ -151,7 +151,7 @@ private:
         op.path = rng_.pick(kPaths);
         op.kind = static_cast<NodeKind>(rng_.below(kNodeKindMax + 1));
         op.data = std::string(rng_.below(4), 'd');
-        op.ttl_ms = op.kind == NodeKind::kTtl ? static_cast<TimeMs>(100 + rng_.below(3000)) : 0;
+        op.ttl_ms = is_ttl(op.kind) ? static_cast<TimeMs>(100 + rng_.below(3000)) : 0;
         return op;
     }
 

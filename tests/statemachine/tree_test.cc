@@ -170,6 +170,24 @@ TEST_CASE("a TTL node is deleted once unmodified for its TTL", "[statemachine][t
     CHECK(out.triggers.front() == WatchTrigger{"/t", EventType::kNodeDeleted, out.index});
 }
 
+TEST_CASE("a sequential TTL node is named as a sequential node and lives as a TTL node",
+          "[statemachine][tree][time]") {
+    Harness h;
+    SessionId s = h.open();
+    h.create(s, "/q");
+    Response first = h.create(s, "/q/n-", NodeKind::kTtlSequential, "", 1000);
+    REQUIRE(first.code == ErrorCode::kOk);
+    CHECK(first.path == "/q/n-0000000000");
+    Response second = h.create(s, "/q/n-", NodeKind::kTtlSequential, "", 2000);
+    CHECK(second.path == "/q/n-0000000001");
+    CHECK(h.sm.get("/q/n-0000000000").value().kind == NodeKind::kTtlSequential);
+    h.advance(1000);
+    CHECK(!h.sm.exists("/q/n-0000000000"));
+    CHECK(h.sm.exists("/q/n-0000000001"));
+    h.advance(1000);
+    CHECK(h.sm.children("/q").value().empty());
+}
+
 TEST_CASE("a modified TTL node lives until its TTL after the modification",
           "[statemachine][tree][time]") {
     Harness h;
