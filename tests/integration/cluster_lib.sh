@@ -7,6 +7,7 @@
 #   $work (scratch directory), $repo, $build_dir, $port_base
 #   cluster ARGS...      scripts/cluster.sh on this cluster
 #   export_cluster_env   the same environment, for a program that runs scripts/cluster.sh itself
+#   cluster_command      the cluster command as one string (for a program given a command line)
 #   on_exit FUNCTION     run at exit, before the cluster stops, with the exit status
 
 set -euo pipefail
@@ -16,14 +17,20 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/raftlock-$3.XXXXXX")
 exit_hooks=()
 
+# What makes scripts/cluster.sh run this cluster, and not the README's.
+cluster_env=(RAFTLOCK_NO_BUILD=1 "RAFTLOCK_BUILD_DIR=$build_dir" "RAFTLOCK_DATA_DIR=$work/data"
+    "RAFTLOCK_PORT_BASE=$port_base")
+
 cluster() {
-    RAFTLOCK_NO_BUILD=1 RAFTLOCK_BUILD_DIR="$build_dir" RAFTLOCK_DATA_DIR="$work/data" \
-        RAFTLOCK_PORT_BASE="$port_base" "$repo/scripts/cluster.sh" "$@"
+    env "${cluster_env[@]}" "$repo/scripts/cluster.sh" "$@"
 }
 
 export_cluster_env() {
-    export RAFTLOCK_NO_BUILD=1 RAFTLOCK_BUILD_DIR="$build_dir" RAFTLOCK_DATA_DIR="$work/data" \
-        RAFTLOCK_PORT_BASE="$port_base"
+    export "${cluster_env[@]}"
+}
+
+cluster_command() {
+    echo "env ${cluster_env[*]} $repo/scripts/cluster.sh"
 }
 
 on_exit() {

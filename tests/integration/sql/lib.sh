@@ -18,12 +18,6 @@ PG_BIN=/usr/lib/postgresql/15/bin
 real_pg_pid=
 export PGCONNECT_TIMEOUT=10
 
-# The cluster command as a single string, for the Python drivers that kill and restart nodes.
-cluster_command() {
-    echo "env RAFTLOCK_NO_BUILD=1 RAFTLOCK_BUILD_DIR=$build_dir RAFTLOCK_DATA_DIR=$WORK/data" \
-        "RAFTLOCK_PORT_BASE=$port_base $repo/scripts/cluster.sh"
-}
-
 # Peer sessions (peer.sh) that a failed script did not close (their FIFO writers would otherwise
 # sleep for ever), and the real PostgreSQL.
 stop_peers_and_postgres() {
