@@ -166,29 +166,62 @@ void count_lock_corruptions(const std::vector<LabRecord>& records, LabMetrics& m
 }
 
 void count_optimistic_corruptions(const std::vector<LabRecord>& records, LabMetrics& m) {
-    const LabRecord* first = nullptr;
-    const LabRecord* prev = nullptr;
-    for (const LabRecord& c : records) {
-        if (c.op != LabOp::kDb || !c.db_write || !c.ok) {
-            continue;
+    std::vector<const LabRecord*> commits;
+    for (const LabRecord& r : records) {
+        if (r.op == LabOp::kDb && r.db_write) {
+            if (r.ok) {
+                commits.push_back(&r);
+            }
+            m.unknown_writes += r.unknown ? 1 : 0;
         }
-        if (first == nullptr) {
-            first = &c;
-        } else {
-            int64_t expected = saturating_add(first->version, m.accepted_writes);
-            int64_t lost = c.version < expected   ? saturating_sub(expected, c.version)
-                           : c.version > expected ? 1
-                           : c.counter != saturating_add(prev->counter, 1) ? 1
-                                                                           : 0;
-            m.corruptions = saturating_add(m.corruptions, lost);
-        }
-        prev = &c;
-        ++m.accepted_writes;
-        m.final_counter = c.counter;
     }
-    int64_t initial = first == nullptr ? 0 : saturating_sub(first->counter, 1);
+    // The row's version orders the commits, whatever order their reports reached the resource
+    // in: a worker paused between its commit and its report reports after later commits.
+    std::stable_sort(commits.begin(), commits.end(), [](const LabRecord* a, const LabRecord* b) {
+        return a->version < b->version;
+    });
+    int64_t unknown_left = m.unknown_writes;
+    const LabRecord* prev = nullptr;
+    for (const LabRecord* c : commits) {
+        if (prev != nullptr && c->version == prev->version) {
+            m.corruptions = saturating_add(m.corruptions, 1);  // two commits on one version
+        } else if (prev != nullptr) {
+            int64_t skipped = saturating_sub(saturating_sub(c->version, prev->version), 1);
+            int64_t unacknowledged = std::min(skipped, unknown_left);
+            unknown_left -= unacknowledged;
+            m.unacknowledged_commits += unacknowledged;
+            m.corruptions = saturating_add(m.corruptions, skipped - unacknowledged);
+            int64_t steps = saturating_sub(c->version, prev->version);
+            bool followed = c->counter == saturating_add(prev->counter, steps);
+            m.corruptions = saturating_add(m.corruptions, followed ? 0 : 1);
+        }
+        RL_ASSERT(prev == nullptr || prev->version <= c->version);
+        prev = c;
+        ++m.accepted_writes;
+    }
+    RL_ASSERT(m.unacknowledged_commits <= m.unknown_writes);
+    if (commits.empty()) {
+        return;
+    }
+    m.final_counter = commits.back()->counter;
+    int64_t initial = saturating_sub(commits.front()->counter, 1);
     m.counter_shortfall =
-        saturating_sub(m.accepted_writes, saturating_sub(m.final_counter, initial));
+        saturating_sub(saturating_add(m.accepted_writes, m.unacknowledged_commits),
+                       saturating_sub(m.final_counter, initial));
+}
+
+void count_db_final(int64_t value, LabMetrics& m) {
+    int64_t shown = saturating_add(m.accepted_writes, m.unacknowledged_commits);
+    int64_t may_add = saturating_sub(m.unknown_writes, m.unacknowledged_commits);
+    RL_ASSERT(may_add >= 0);
+    if (value < shown) {
+        m.db_lost_increments = saturating_sub(shown, value);
+    } else if (value > saturating_add(shown, may_add)) {
+        m.db_lost_increments = saturating_sub(saturating_add(shown, may_add), value);
+    }
+    int64_t magnitude =
+        m.db_lost_increments < 0 ? saturating_sub(0, m.db_lost_increments) : m.db_lost_increments;
+    m.corruptions = saturating_add(m.corruptions, magnitude);
 }
 
 // Acquire ok events (optimistic: commits) in the window, and acquire latencies over the log.
@@ -328,6 +361,9 @@ LabReport account_lab(const LabCell& cell, const std::vector<LabRecord>& records
     m.overlap_ms = overlap_ms(report.sections);
     if (cell.optimistic) {
         count_optimistic_corruptions(records, m);
+        if (cell.db_final_value) {
+            count_db_final(*cell.db_final_value, m);
+        }
     } else {
         count_lock_corruptions(records, m);
         count_losses(records, m);

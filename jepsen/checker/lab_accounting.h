@@ -59,21 +59,36 @@ struct LabMetrics {
     // accepted write; with no such read, r = w.value - 1 (the write is taken at its word). With
     // before = the counter just before w (the reply's `before`): before > r counts before - r (the
     // increments of others that w overwrote); otherwise before < r, or w.value != r + 1, counts 1;
-    // otherwise 0. Optimistic cells: the committed writes c_1, c_2, ... in order; the row's
-    // version counts commits, so c_k (k >= 2) should be conditioned on version
-    // expected_k = c_1.version + (k - 1). c_k.version < expected_k is a stale commit and counts
-    // expected_k - c_k.version (the commits it overwrote); c_k.version > expected_k counts 1 (the
-    // log misses a commit); a right version whose value is not c_{k-1}.value + 1 counts 1. c_1 has
-    // nothing before it in the log and counts 0. Refused accesses never count here.
+    // otherwise 0. Optimistic cells: commits the row's version chain cannot account for. The
+    // committed writes, ordered by the version they were conditioned on (handling order among
+    // equal versions: reports can arrive late, the database's order is the version's), and c
+    // after p in that order: c.version == p.version counts 1 (two commits on one version: a lost
+    // update); otherwise the versions strictly between them are commits the log does not show,
+    // which writes of unknown outcome may have made (each at most one, taken in order), and each
+    // one beyond those counts 1; and c.value != p.value + (c.version - p.version) counts 1 (the
+    // row's value did not follow its commits). Refused accesses never count here.
     int64_t corruptions = 0;
     // Accesses (`read` and `write`) the resource refused.
     int64_t refused = 0;
-    // Accepted writes (optimistic: committed attempts), and the counter after the last of them.
+    // Accepted writes (optimistic: committed attempts), and the counter after the last of them
+    // (optimistic: the value the highest version's commit set).
     int64_t accepted_writes = 0;
     int64_t final_counter = 0;
+    // Optimistic cells: db writes whose outcome is unknown (the connection dropped), and of
+    // them, those the version chain shows committed (versions skipped between acknowledged
+    // commits; see corruptions).
+    int64_t unknown_writes = 0;
+    int64_t unacknowledged_commits = 0;
+    // Optimistic cells with the row read at the end (LabCell::db_final_value): the increments
+    // the row lacks, negative when it has more. It must hold every acknowledged commit and every
+    // unacknowledged one the chain shows, and may hold one more per unknown write the chain did
+    // not place (committed after the last acknowledged commit); any difference beyond that is
+    // added to corruptions. 0 without db_final.
+    int64_t db_lost_increments = 0;
     // The accepted increments the final counter lacks: accepted_writes - (final_counter -
-    // initial), with initial 0 for the resource (it starts at 0) and c_1.value - 1 for optimistic
-    // cells. Nonzero only when corruptions is (asserted).
+    // initial), with initial 0 for the resource (it starts at 0); for optimistic cells
+    // accepted_writes + unacknowledged_commits - (final_counter - initial), initial the lowest
+    // version's value - 1. Nonzero only when corruptions is (asserted).
     int64_t counter_shortfall = 0;
 
     // Acquisitions: acquire ok events (optimistic: committed db writes) with `t` in

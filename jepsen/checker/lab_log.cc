@@ -108,6 +108,24 @@ std::string check_cell_times(const LabCell& cell) {
     return {};
 }
 
+// `db_final`: absent or null, or an object with the row's `value`.
+std::string decode_db_final(const Json& json, LabCell& cell) {
+    auto it = json.find("db_final");
+    if (it == json.end() || it->is_null()) {
+        return {};
+    }
+    if (!cell.optimistic) {
+        return "\"db_final\" in a cell that is not optimistic";
+    }
+    int64_t value = 0;
+    std::string error = it->is_object() ? need_int(*it, "value", INT64_MIN, &value)
+                                        : "\"db_final\" must be an object or null";
+    if (error.empty()) {
+        cell.db_final_value = value;
+    }
+    return error.empty() ? error : "db_final: " + error;
+}
+
 }  // namespace
 
 int64_t LabCell::first_fault_ns() const {
@@ -124,20 +142,20 @@ Result<LabCell, InputError> parse_lab_cell(std::string_view text) {
         return InputError{0, "not a JSON object"};
     }
     LabCell cell;
-    std::string error =
-        first_error([&] { return need_string(json, "family", &cell.family); },
-                    [&] { return need_string(json, "target", &cell.target); },
-                    [&] { return need_string(json, "fault", &cell.fault); },
-                    [&] { return need_int(json, "workers", 1, &cell.workers); },
-                    [&] { return need_bool(json, "fenced", &cell.fenced); },
-                    [&] { return need_bool(json, "optimistic", &cell.optimistic); },
-                    [&] { return need_bool(json, "tokens", &cell.tokens); },
-                    [&] { return need_int(json, "origin_ns", INT64_MIN, &cell.origin_ns); },
-                    [&] { return need_int(json, "end_ns", INT64_MIN, &cell.end_ns); },
-                    [&] { return decode_faults(json, cell); },
-                    [&] { return need_bool(json, "fault_requested", &cell.fault_requested); },
-                    [&] { return need_int(json, "final_heal_ns", INT64_MIN, &cell.final_heal_ns); },
-                    [&] { return check_cell_times(cell); });
+    std::string error = first_error(
+        [&] { return need_string(json, "family", &cell.family); },
+        [&] { return need_string(json, "target", &cell.target); },
+        [&] { return need_string(json, "fault", &cell.fault); },
+        [&] { return need_int(json, "workers", 1, &cell.workers); },
+        [&] { return need_bool(json, "fenced", &cell.fenced); },
+        [&] { return need_bool(json, "optimistic", &cell.optimistic); },
+        [&] { return need_bool(json, "tokens", &cell.tokens); },
+        [&] { return need_int(json, "origin_ns", INT64_MIN, &cell.origin_ns); },
+        [&] { return need_int(json, "end_ns", INT64_MIN, &cell.end_ns); },
+        [&] { return decode_faults(json, cell); },
+        [&] { return need_bool(json, "fault_requested", &cell.fault_requested); },
+        [&] { return need_int(json, "final_heal_ns", INT64_MIN, &cell.final_heal_ns); },
+        [&] { return check_cell_times(cell); }, [&] { return decode_db_final(json, cell); });
     if (!error.empty()) {
         return InputError{0, error};
     }
@@ -273,6 +291,19 @@ std::string decode_db(const Json& json, LabRecord& r) {
             // Whether a write committed is the whole point; a read says so only when it failed.
             r.ok = true;
             return r.db_write || json.contains("ok") ? need_bool(json, "ok", &r.ok) : "";
+        },
+        [&] {
+            // A write whose connection dropped is reported not committed and marked unknown: it
+            // may have committed all the same, and the version chain must allow for that.
+            if (!json.contains("unknown")) {
+                return std::string();
+            }
+            if (std::string error = need_bool(json, "unknown", &r.unknown); !error.empty()) {
+                return error;
+            }
+            return r.unknown && (!r.db_write || r.ok)
+                       ? std::string("\"unknown\" is for a db write reported not committed")
+                       : std::string();
         });
 }
 

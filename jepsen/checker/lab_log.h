@@ -39,6 +39,9 @@ struct LabCell {
     std::vector<LabFault> faults;  // in the order the lab wrote them
     bool fault_requested = false;  // false for fault "none"
     int64_t final_heal_ns = 0;     // no fault after it; every worker must progress again
+    // Optimistic cells: the counter row's value read after the workers stopped (`db_final`'s
+    // `value`; the row is prepared at 0). nullopt when the cell has none.
+    std::optional<int64_t> db_final_value;
 
     // The earliest fault start, or end_ns when no fault was injected.
     int64_t first_fault_ns() const;
@@ -46,7 +49,8 @@ struct LabCell {
 
 // Checks, beyond syntax: workers >= 1; origin_ns <= end_ns; every fault has
 // origin_ns <= start_ns <= stop_ns; origin_ns <= final_heal_ns <= end_ns and final_heal_ns >= every
-// fault's stop_ns; no faults when fault_requested is false. `line` of the error is 0.
+// fault's stop_ns; no faults when fault_requested is false; `db_final` only in an optimistic
+// cell. `line` of the error is 0.
 Result<LabCell, InputError> parse_lab_cell(std::string_view text);
 
 enum class LabOp : uint8_t { kEvent, kRead, kWrite, kLost, kDb };
@@ -87,6 +91,9 @@ struct LabRecord {
     // counts its commits.
     bool db_write = false;
     int64_t version = 0;
+    // kDb write, not ok: the connection dropped before the answer, so the UPDATE may have
+    // committed (the worker cannot tell); a conflict (0 rows) or a refused statement is not.
+    bool unknown = false;
 
     std::string why;  // kLost: the reason the worker was given
 };

@@ -55,6 +55,9 @@ std::string lab_metrics_json(const LabMetrics& m) {
     out["accepted_writes"] = m.accepted_writes;
     out["final_counter"] = m.final_counter;
     out["counter_shortfall"] = m.counter_shortfall;
+    out["unknown_writes"] = m.unknown_writes;
+    out["unacknowledged_commits"] = m.unacknowledged_commits;
+    out["db_lost_increments"] = m.db_lost_increments;
     out["acquisitions"] = m.acquisitions;
     out["acquisitions_per_s"] = m.acquisitions_per_s;
     out["acquire_ms_p50"] = optional_number(m.acquire_ms_p50);

@@ -251,25 +251,12 @@ class Cell:
         if check.returncode not in (0, 1):
             self.entry["error"] = f"raftlock-lab-check: {check.stderr.strip()[-800:]}"
             return
-        metrics = json.loads(check.stdout)
-        if db_final is not None:
-            self.account_db_final(metrics, db_final)
+        metrics = json.loads(check.stdout)  # sql-optimistic's db_final counted in, from cell.json
         self.entry["metrics"] = metrics
         self.entry["invalid"] += metrics.get("invalid", [])
         self.entry["status"] = "invalid" if self.entry["invalid"] else "valid"
         if self.family.tokens and self.fault not in CLIENT_FAULTS:
             self.entry["mutex_verdict"] = self.judge_history(history)
-
-    @staticmethod
-    def account_db_final(metrics, db_final):
-        """sql-optimistic keeps its counter in the database: every acknowledged commit must be
-        in it. A difference is increments lost (or made up) by the database itself."""
-        committed = metrics["accepted_writes"]  # every commit in the log, not just the window's
-        lost = committed - int(db_final["value"])
-        metrics["db_final_value"] = int(db_final["value"])
-        if lost != 0:
-            metrics["corruptions"] = metrics.get("corruptions", 0) + abs(lost)
-            metrics["db_lost_increments"] = lost
 
     def judge_history(self, history):
         if not os.path.exists(history) or os.path.getsize(history) == 0:
