@@ -212,7 +212,11 @@ start_raftlock_node() {
     start_process "raftlockd$n" "$dir/raftlockd$n.log" "$raftlockd" --id "$n" \
         --cluster-id 7 "${members[@]}" --client-listen "127.0.0.1:$((raftlock_port_base + 10 + n))" \
         --admin-listen "127.0.0.1:$((raftlock_port_base + 20 + n))" \
-        --zk-listen "127.0.0.1:$((raftlock_port_base + 30 + n))" --data-dir "$dir/node$n"
+        --zk-listen "127.0.0.1:$((raftlock_port_base + 30 + n))" --data-dir "$dir/node$n" \
+        --max-connections 100000 --max-connections-per-address 100000
+    # Every client of a benchmark comes from 127.0.0.1, and a ZooKeeper session is a connection of
+    # its own: session.keepalive's 10,000 idle sessions through the ZooKeeper port need more than
+    # the default 1,024 per address (ZooKeeper runs with maxClientCnxns=0 here, unlimited, too).
 }
 
 raftlock_node_answers() {

@@ -358,6 +358,7 @@ int run(const ServerConfig& config) {
         zk_options.session_timeout_ms_max = static_cast<int32_t>(config.session_timeout_ms_max);
         // Every node derives the same session passwords, so a session moves to any node.
         zk_options.password_seed = config.cluster_id;
+        zk_options.local_reads = config.zk_local_reads;
         zk_options.server_facts = [&replica, &config] {
             ZkServerFacts facts;
             facts.node_id = config.node_id;

@@ -127,6 +127,10 @@ Index RawNode::last_index() const {
     return raft_->log().last_index();
 }
 
+Index RawNode::committed() const {
+    return raft_->log().committed();
+}
+
 Term RawNode::term() const {
     return raft_->hard_state().term;
 }

@@ -118,6 +118,8 @@ public:
     const ConfState& conf_state() const;
     // The index of the last entry in the log (the one a successful propose just appended).
     Index last_index() const;
+    // The highest index this node knows to be committed (it may lag the leader's).
+    Index committed() const;
     Term term() const;
     // Direct access for tests (interaction scripts, simulator invariants).
     const Raft& raft() const { return *raft_; }

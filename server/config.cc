@@ -207,6 +207,20 @@ Field initial_state_field(Field field) {
     return field;
 }
 
+Field zk_reads_field(Field field) {
+    field.store = [](ServerConfig& c, std::string_view text) {
+        if (text != "linearizable" && text != "local") {
+            return std::string("expected linearizable or local");
+        }
+        c.zk_local_reads = text == "local";
+        return std::string();
+    };
+    field.show = [](const ServerConfig& c) {
+        return std::string(c.zk_local_reads ? "local" : "linearizable");
+    };
+    return field;
+}
+
 Field log_level_field(Field field) {
     field.store = [](ServerConfig& c, std::string_view text) {
         const std::optional<LogLevel> level = parse_log_level(text);
@@ -256,6 +270,10 @@ void add_identity_fields(std::vector<Field>& out) {
     out.push_back(endpoint_field({"zk-listen", "zk_listen", "HOST:PORT", "Addresses",
                                   "ZooKeeper client-protocol port; off when not given"},
                                  &ServerConfig::zk_listen));
+    out.push_back(zk_reads_field(
+        {"zk-reads", "zk_reads", "linearizable|local", "Addresses",
+         "the ZooKeeper port's reads: after a ReadIndex round, or from this node's state at once "
+         "as ZooKeeper serves them (sync then waits for the leader's commit point)"}));
     out.push_back(data_dir_field({"data-dir", "data_dir", "DIR", "Addresses",
                                   "Raft log and snapshots, created if missing", "data/node1"}));
 }

@@ -100,6 +100,10 @@ constexpr CounterInfo kCounters[] = {
      &Metrics::client_errors_total},
     {"read_index_requests_total", "Linearizable reads served through ReadIndex.",
      &Metrics::read_index_requests_total},
+    {"local_reads_total",
+     "Reads served from this node's applied state without a ReadIndex round (the ZooKeeper "
+     "port's --zk-local-reads).",
+     &Metrics::local_reads_total},
     {"redis_scripts_over_budget_total",
      "Redis scripts this replica applied that stopped at their instruction budget.",
      &Metrics::redis_scripts_over_budget_total},

@@ -153,6 +153,11 @@ public:
     // Turns of the storage thread that found jobs queued: each one a wake-up of that thread.
     uint64_t storage_turns() const { return storage_turns_.load(std::memory_order_relaxed); }
     uint64_t leader() const { return soft_.leader; }
+    // Whether a read that asks for it (Request.local_read) is served from this node's state at
+    // once: a leader is known and this node applied everything it knows is committed. A node cut
+    // off from its leader, restarting or behind stops serving them (ZooKeeper's followers stop
+    // serving without a leader too); those reads take the ReadIndex path instead.
+    bool serves_local_reads() const;
     raft::Index applied_index() const { return applied_index_; }
     // A committed configuration removed this node: it has shut down and the process should exit.
     bool removed() const { return removed_; }

@@ -242,6 +242,11 @@ bool Replica::propose_command(sm::Command command) {
 
 void Replica::add_read(net::ConnectionId conn, proto::Request&& request) {
     const ClientRef client{conn, request.request_id()};
+    if (request.local_read() && serves_local_reads()) {
+        ++metrics_.local_reads_total;
+        serve_read(client, request);
+        return;
+    }
 #ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
     if (negative_controls::on(negative_controls::Control::kLocalReads)) {
         serve_read(client, request);

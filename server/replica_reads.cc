@@ -19,6 +19,11 @@ constexpr uint32_t kListLimitMax = 100000;
 
 }  // namespace
 
+bool Replica::serves_local_reads() const {
+    return !shutting_down_ && !catching_up() && soft_.leader != raft::kNoNode &&
+           applied_index_ >= raw_->committed();
+}
+
 void Replica::serve_read(const ClientRef& client, const proto::Request& request) {
     proto::Response response;
     response.set_code(proto::OK);

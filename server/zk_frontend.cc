@@ -271,9 +271,10 @@ std::optional<std::string> ZkFrontend::on_zk_four_letter_word(std::string_view w
         return std::string("rw");  // this server never serves read-only sessions
     }
     if (word == "conf") {
-        return fmt::format("minSessionTimeout={}\nmaxSessionTimeout={}\njute.maxbuffer={}\n",
-                           options_.session_timeout_ms_min, options_.session_timeout_ms_max,
-                           zk::kDefaultMaxBuffer);
+        return fmt::format(
+            "minSessionTimeout={}\nmaxSessionTimeout={}\njute.maxbuffer={}\nreads={}\n",
+            options_.session_timeout_ms_min, options_.session_timeout_ms_max, zk::kDefaultMaxBuffer,
+            options_.local_reads ? "local" : "linearizable");
     }
     if (word == "cons") {
         std::string text;
@@ -451,7 +452,9 @@ std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pen
     };
     auto read = [&]() -> proto::Request& {
         out.route = Route::kRead;
-        return native();
+        proto::Request& r = native();
+        r.set_local_read(options_.local_reads);
+        return r;
     };
     auto write = [&]() -> proto::Request& {
         out.route = Route::kWrite;
@@ -552,10 +555,14 @@ std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pen
             read().mutable_list_ephemerals()->set_prefix(std::get<zk::PathRequest>(in.body).path);
             return std::nullopt;
         case zk::OpCode::kSync: {
-            // Every read here is linearizable already; a sync is one more ReadIndex round, so
-            // that the reads after it are served at or after it.
+            // One ReadIndex round, so that the reads after it are served at or after it. With
+            // linearizable reads that holds for every read already; with local reads the sync is
+            // a barrier: the reads after it are sent only once this node applied up to its point.
             const auto& body = std::get<zk::PathRequest>(in.body);
-            read().mutable_exists()->set_path(body.path);
+            proto::Request& r = read();
+            r.set_local_read(false);
+            r.mutable_exists()->set_path(body.path);
+            out.route = options_.local_reads ? Route::kBarrier : Route::kRead;
             out.path = body.path;
             return std::nullopt;
         }
@@ -661,7 +668,7 @@ void ZkFrontend::dispatch_pass(net::ConnectionId id, Conn& c) {
             }
             continue;
         }
-        if (flying && *flying != p.route) {
+        if (flying && (*flying != p.route || p.route == Route::kBarrier)) {
             return;
         }
         flying = p.route;

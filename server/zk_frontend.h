@@ -79,6 +79,10 @@ struct ZkFrontendOptions {
     uint64_t password_seed = 0;
     // Requests queued or in flight per connection before reading from it pauses.
     size_t pipeline_max = 1000;
+    // --zk-local-reads: reads are served from this node's applied state, as ZooKeeper serves
+    // them (sequentially consistent; a connection still sees its own writes), and `sync` is a
+    // ReadIndex round that the reads after it wait for. Off: every read is linearizable.
+    bool local_reads = false;
     // For the four-letter words (null: `srvr` and `stat` are not answered).
     std::function<ZkServerFacts()> server_facts;
     // The monotonic clock (ms) that paces a session's keepalives. ZooKeeper counts every request
@@ -116,8 +120,9 @@ private:
         kOpen,
         kClosing,  // a reply that ends the connection was sent; nothing more is read
     };
-    // How a request travels (and so what it may be in flight beside).
-    enum class Route : uint8_t { kWrite, kRead, kNow };
+    // How a request travels (and so what it may be in flight beside). kBarrier goes alone: the
+    // requests before it are answered before it is sent, those after it wait for its answer.
+    enum class Route : uint8_t { kWrite, kRead, kBarrier, kNow };
     struct Pending {
         int32_t xid = 0;
         net::zk::OpCode type = net::zk::OpCode::kPing;

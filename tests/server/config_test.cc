@@ -555,7 +555,8 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
         {"colour = 1\n",
          "unknown key colour in {}: expected one of id, cluster_id, members, "
          "initial_cluster_state, client_listen, "
-         "admin_listen, redis_listen, redis_password, pg_listen, pg_password, zk_listen, data_dir, "
+         "admin_listen, redis_listen, redis_password, pg_listen, pg_password, zk_listen, zk_reads, "
+         "data_dir, "
          "tick_ms, election_timeout_ms, heartbeat_interval_ms, "
          "session_timeout_min_ms, session_timeout_max_ms, request_timeout_ms, "
          "pg_session_timeout_ms, snapshot_every_entries, compaction_lag_entries, "

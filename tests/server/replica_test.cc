@@ -411,6 +411,60 @@ TEST_CASE("a keepalive an old leader recorded is not acknowledged through the ne
     CHECK(retried->code() == proto::OK);
 }
 
+TEST_CASE("a local read is served from the node's state at once, only while it knows a leader",
+          "[server][replica]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(leader, 1);
+    c.connect(follower, 2);
+    Client writer;
+    open_session(c, leader, 1, writer);
+    proto::Request create = writer.write();
+    create.mutable_create()->set_path("/x");
+    create.mutable_create()->set_data("v1");
+    auto created = c.call(leader, 1, create);
+    REQUIRE(created.has_value());
+    REQUIRE(created->code() == proto::OK);
+    REQUIRE(c.run_until([&] { return c.replica(follower).state().get("/x").ok(); }));
+
+    Client reader;  // reads need no session
+    auto get_x = [&](bool local) {
+        proto::Request r = reader.read();
+        r.mutable_get()->set_path("/x");
+        r.set_local_read(local);
+        return r;
+    };
+    proto::Request local = get_x(true);
+    c.send(follower, 2, local);
+    std::optional<proto::Response> at_once = c.take_response(2, local.request_id());
+    REQUIRE(at_once.has_value());  // answered inside the call, no round with the leader
+    CHECK(at_once->get().data() == "v1");
+    // A linearizable read waits for its ReadIndex round.
+    proto::Request linear = get_x(false);
+    c.send(follower, 2, linear);
+    CHECK_FALSE(c.take_response(2, linear.request_id()).has_value());
+    CHECK(await_response(c, 2, linear.request_id()).get().data() == "v1");
+
+    // Cut off, the follower soon knows no leader and serves no local read (it could be stale for
+    // as long as the partition lasts): the read takes the ReadIndex path, which cannot succeed.
+    c.isolate(follower, true);
+    REQUIRE(c.run_until([&] { return c.replica(follower).leader() == raft::kNoNode; }));
+    proto::Request cut_off = get_x(true);
+    c.send(follower, 2, cut_off);
+    CHECK_FALSE(c.take_response(2, cut_off.request_id()).has_value());
+    CHECK(await_response(c, 2, cut_off.request_id()).code() != proto::OK);
+    // Back with a leader and caught up, it serves them at once again.
+    c.isolate(follower, false);
+    REQUIRE(c.run_until([&] { return c.replica(follower).leader() != raft::kNoNode; }));
+    REQUIRE(c.run_until([&] { return c.replica(follower).serves_local_reads(); }));
+    proto::Request healed = get_x(true);
+    c.send(follower, 2, healed);
+    std::optional<proto::Response> again = c.take_response(2, healed.request_id());
+    REQUIRE(again.has_value());
+    CHECK(again->get().data() == "v1");
+}
+
 TEST_CASE("a watch set by a read fires once on the node of the connection", "[server][replica]") {
     ReplicaCluster c;
     const uint64_t leader = c.wait_for_leader();

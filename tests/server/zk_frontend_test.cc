@@ -147,6 +147,44 @@ TEST_CASE("a read waits for the writes before it; replies leave in request order
     CHECK(replies[1].err == static_cast<int32_t>(zk::Err::kNoNode));
 }
 
+TEST_CASE("local reads ask for no ReadIndex round; a sync goes alone and the reads wait", "[zk]") {
+    ZkFrontendOptions options = Fixture::defaults();
+    options.local_reads = true;
+    Fixture f(options);
+    f.open();
+    f.send(path_request(1, zk::OpCode::kGetData, "/a"));
+    f.send(path_request(2, zk::OpCode::kSync, "/a"));
+    f.send(path_request(3, zk::OpCode::kExists, "/a"));
+    f.send(path_request(4, zk::OpCode::kExists, "/b"));
+    // The read before the sync goes first, alone: the sync waits for its answer.
+    REQUIRE(f.backend.requests.size() == 1);
+    CHECK(f.backend.requests[0].local_read());
+    proto::Response got = ok(50);
+    got.mutable_get()->set_data("d");
+    f.answer(0, got);
+    // Then the sync, a linearizable read; the reads after it wait until it is answered.
+    REQUIRE(f.backend.requests.size() == 2);
+    CHECK(f.backend.requests[1].exists().path() == "/a");
+    CHECK_FALSE(f.backend.requests[1].local_read());
+    proto::Response synced = ok(55);
+    synced.mutable_exists()->set_exists(true);
+    f.answer(1, synced);
+    REQUIRE(f.backend.requests.size() == 4);
+    CHECK(f.backend.requests[2].local_read());
+    CHECK(f.backend.requests[3].local_read());
+    CHECK(f.take_replies().size() == 2);
+
+    // Without the option every read is linearizable and a sync travels with them.
+    Fixture linear;
+    linear.open();
+    linear.send(path_request(1, zk::OpCode::kGetData, "/a"));
+    linear.send(path_request(2, zk::OpCode::kSync, "/a"));
+    linear.send(path_request(3, zk::OpCode::kExists, "/a"));
+    REQUIRE(linear.backend.requests.size() == 3);  // all three together
+    CHECK_FALSE(linear.backend.requests[0].local_read());
+    CHECK_FALSE(linear.backend.requests[2].local_read());
+}
+
 TEST_CASE("writes number their seqs and ack only the writes answered before them", "[zk]") {
     Fixture f;
     f.open();
