@@ -193,30 +193,17 @@ Field text_field(Field field, std::string ServerConfig::*member) {
     return field;
 }
 
-Field initial_state_field(Field field) {
-    field.store = [](ServerConfig& c, std::string_view text) {
-        if (text != "new" && text != "existing") {
-            return std::string("expected new or existing");
+// A flag of two words, `off` and `on`, stored as a bool.
+Field two_word_field(Field field, bool ServerConfig::*member, const char* off, const char* on) {
+    field.store = [member, off, on](ServerConfig& c, std::string_view text) {
+        if (text != off && text != on) {
+            return fmt::format("expected {} or {}", off, on);
         }
-        c.join_existing = text == "existing";
+        c.*member = text == on;
         return std::string();
     };
-    field.show = [](const ServerConfig& c) {
-        return std::string(c.join_existing ? "existing" : "new");
-    };
-    return field;
-}
-
-Field zk_reads_field(Field field) {
-    field.store = [](ServerConfig& c, std::string_view text) {
-        if (text != "linearizable" && text != "local") {
-            return std::string("expected linearizable or local");
-        }
-        c.zk_local_reads = text == "local";
-        return std::string();
-    };
-    field.show = [](const ServerConfig& c) {
-        return std::string(c.zk_local_reads ? "local" : "linearizable");
+    field.show = [member, off, on](const ServerConfig& c) {
+        return std::string(c.*member ? on : off);
     };
     return field;
 }
@@ -246,9 +233,9 @@ void add_identity_fields(std::vector<Field>& out) {
                                 &ServerConfig::cluster_id, 1, kNoMax));
     out.push_back(members_field({"member", "members", "ID=HOST:PORT", "Identity",
                                  "a member's Raft address; once per member", "1=127.0.0.1:7001"}));
-    out.push_back(
-        initial_state_field({"initial-cluster-state", "initial_cluster_state", "new|existing",
-                             "Identity", "existing: join a running cluster (member add)"}));
+    out.push_back(two_word_field({"initial-cluster-state", "initial_cluster_state", "new|existing",
+                                  "Identity", "existing: join a running cluster (member add)"},
+                                 &ServerConfig::join_existing, "new", "existing"));
     out.push_back(endpoint_field({"client-listen", "client_listen", "HOST:PORT", "Addresses",
                                   "client protocol address", "127.0.0.1:7101"},
                                  &ServerConfig::client_listen));
@@ -270,10 +257,11 @@ void add_identity_fields(std::vector<Field>& out) {
     out.push_back(endpoint_field({"zk-listen", "zk_listen", "HOST:PORT", "Addresses",
                                   "ZooKeeper client-protocol port; off when not given"},
                                  &ServerConfig::zk_listen));
-    out.push_back(zk_reads_field(
+    out.push_back(two_word_field(
         {"zk-reads", "zk_reads", "linearizable|local", "Addresses",
          "the ZooKeeper port's reads: after a ReadIndex round, or from this node's state at once "
-         "as ZooKeeper serves them (sync then waits for the leader's commit point)"}));
+         "as ZooKeeper serves them (sync then waits for the leader's commit point)"},
+        &ServerConfig::zk_local_reads, "linearizable", "local"));
     out.push_back(data_dir_field({"data-dir", "data_dir", "DIR", "Addresses",
                                   "Raft log and snapshots, created if missing", "data/node1"}));
 }
