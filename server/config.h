@@ -65,9 +65,8 @@ struct ServerConfig {
     std::string pg_password;  // --pg-password: md5 authentication when not empty, else trust
     Endpoint zk_listen;       // --zk-listen HOST:PORT: the ZooKeeper port (docs/zookeeper-mode.md);
                               // off when not given
-    bool zk_local_reads =
-        false;             // --zk-reads local: its reads from this node's state, no ReadIndex
-    std::string data_dir;  // --data-dir (required); created when missing
+    bool zk_local_reads = false;  // --zk-reads local (default linearizable)
+    std::string data_dir;         // --data-dir (required); created when missing
 
     // --- timing
     // -------------------------------------------------------------------------------------

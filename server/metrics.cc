@@ -102,7 +102,7 @@ constexpr CounterInfo kCounters[] = {
      &Metrics::read_index_requests_total},
     {"local_reads_total",
      "Reads served from this node's applied state without a ReadIndex round (the ZooKeeper "
-     "port's --zk-local-reads).",
+     "port's --zk-reads local).",
      &Metrics::local_reads_total},
     {"redis_scripts_over_budget_total",
      "Redis scripts this replica applied that stopped at their instruction budget.",

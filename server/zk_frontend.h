@@ -79,7 +79,7 @@ struct ZkFrontendOptions {
     uint64_t password_seed = 0;
     // Requests queued or in flight per connection before reading from it pauses.
     size_t pipeline_max = 1000;
-    // --zk-local-reads: reads are served from this node's applied state, as ZooKeeper serves
+    // --zk-reads local: reads are served from this node's applied state, as ZooKeeper serves
     // them (sequentially consistent; a connection still sees its own writes), and `sync` is a
     // ReadIndex round that the reads after it wait for. Off: every read is linearizable.
     bool local_reads = false;
