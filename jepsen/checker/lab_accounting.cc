@@ -211,17 +211,16 @@ void count_optimistic_corruptions(const std::vector<LabRecord>& records, LabMetr
 }
 
 void count_db_final(int64_t value, LabMetrics& m) {
-    int64_t shown = saturating_add(m.accepted_writes, m.unacknowledged_commits);
-    int64_t may_add = saturating_sub(m.unknown_writes, m.unacknowledged_commits);
+    // The row holds at least the commits the chain shows, at most those plus every unknown write
+    // the chain did not place; outside that range, the distance to it.
+    const int64_t shown = saturating_add(m.accepted_writes, m.unacknowledged_commits);
+    const int64_t may_add = saturating_sub(m.unknown_writes, m.unacknowledged_commits);
     RL_ASSERT(may_add >= 0);
-    if (value < shown) {
-        m.db_lost_increments = saturating_sub(shown, value);
-    } else if (value > saturating_add(shown, may_add)) {
-        m.db_lost_increments = saturating_sub(saturating_add(shown, may_add), value);
-    }
-    int64_t magnitude =
-        m.db_lost_increments < 0 ? saturating_sub(0, m.db_lost_increments) : m.db_lost_increments;
-    m.corruptions = saturating_add(m.corruptions, magnitude);
+    const int64_t nearest = std::clamp(value, shown, saturating_add(shown, may_add));
+    m.db_lost_increments = saturating_sub(nearest, value);
+    const int64_t distance =
+        nearest > value ? saturating_sub(nearest, value) : saturating_sub(value, nearest);
+    m.corruptions = saturating_add(m.corruptions, distance);
 }
 
 // Acquire ok events (optimistic: commits) in the window, and acquire latencies over the log.
