@@ -132,6 +132,13 @@ def check_four_letter_words(hosts):
     assert sorted(modes) == ["follower", "follower", "leader"], modes
 
 
+def check_read_mode(hosts, mode):
+    """Every node's `conf` names the read mode it was started with (--zk-reads)."""
+    for host in hosts:
+        conf = four_letter_word(host, "conf")
+        assert f"reads={mode}" in conf.splitlines(), (host, conf)
+
+
 def worker(hosts, increments, results, index):
     zk = connect(hosts)
     lock = zk.Lock("/counter-lock", f"worker-{index}")
@@ -152,6 +159,8 @@ def main():
     parser.add_argument("hosts", nargs="+")
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--increments", type=int, default=25)
+    parser.add_argument("--reads", choices=["linearizable", "local"], default="linearizable",
+                        help="the --zk-reads mode the nodes must report in `conf`")
     args = parser.parse_args()
 
     check_api(",".join(args.hosts))
@@ -159,6 +168,7 @@ def main():
     if len(args.hosts) == 3:
         check_four_letter_words(args.hosts)
         print("four-letter words: ok")
+    check_read_mode(args.hosts, args.reads)
 
     setup = connect(args.hosts[0])
     setup.create("/counter", b"0")
