@@ -359,6 +359,7 @@ int run(const ServerConfig& config) {
         // Every node derives the same session passwords, so a session moves to any node.
         zk_options.password_seed = config.cluster_id;
         zk_options.local_reads = config.zk_local_reads;
+        zk_options.super_digest = config.zk_super_digest;
         zk_options.server_facts = [&replica, &config] {
             ZkServerFacts facts;
             facts.node_id = config.node_id;

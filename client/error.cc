@@ -38,6 +38,10 @@ std::string_view to_string(ErrorCode code) {
             return "already_waiting";
         case ErrorCode::kRolledBack:
             return "rolled_back";
+        case ErrorCode::kNoAuth:
+            return "no_auth";
+        case ErrorCode::kInvalidAcl:
+            return "invalid_acl";
         case ErrorCode::kUnavailable:
             return "unavailable";
         case ErrorCode::kServerTimeout:

@@ -30,6 +30,8 @@ enum class ErrorCode : uint32_t {
     kLimitExceeded = 13,
     kAlreadyWaiting = 14,
     kRolledBack = 15,
+    kNoAuth = 16,  // a ZooKeeper ACL refused it (the native port is not restricted by ACLs)
+    kInvalidAcl = 17,
     kUnavailable = 100,
     kServerTimeout = 101,
     kTooManyRequests = 102,

@@ -262,6 +262,11 @@ void add_identity_fields(std::vector<Field>& out) {
          "the ZooKeeper port's reads: after a ReadIndex round, or from this node's state at once "
          "as ZooKeeper serves them (sync then waits for the leader's commit point)"},
         &ServerConfig::zk_local_reads, "linearizable", "local"));
+    out.push_back(text_field({"zk-super-digest", "zk_super_digest", "super:HASH", "Addresses",
+                              "the ZooKeeper port's super user: a connection that proves this "
+                              "digest (addauth digest super:PASSWORD) passes every ACL; none when "
+                              "not given"},
+                             &ServerConfig::zk_super_digest));
     out.push_back(data_dir_field({"data-dir", "data_dir", "DIR", "Addresses",
                                   "Raft log and snapshots, created if missing", "data/node1"}));
 }
@@ -560,9 +565,23 @@ std::string check_timings(const ServerConfig& c, const Namer& namer) {
     return "";
 }
 
+// ZooKeeper's digest form, user:base64(sha1(user:password)): one colon, something on each side.
+std::string check_super_digest(const ServerConfig& c, const Namer& namer) {
+    const std::string& d = c.zk_super_digest;
+    const size_t colon = d.find(':');
+    if (d.empty() || (colon != std::string::npos && colon > 0 && colon + 1 < d.size() &&
+                      d.find(':', colon + 1) == std::string::npos)) {
+        return "";
+    }
+    return fmt::format(
+        "{}: expected USER:HASH, the digest of `USER:PASSWORD` as zkCli and "
+        "ZooKeeper's DigestAuthenticationProvider print it",
+        namer.value(field_by_flag("zk-super-digest"), d));
+}
+
 std::string check_config(const ServerConfig& c, const Namer& namer) {
-    for (auto check :
-         {check_required_and_ranges, check_member_list, check_listen_addresses, check_timings}) {
+    for (auto check : {check_required_and_ranges, check_member_list, check_listen_addresses,
+                       check_timings, check_super_digest}) {
         std::string problem = check(c, namer);
         if (!problem.empty()) {
             return problem;

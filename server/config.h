@@ -66,7 +66,10 @@ struct ServerConfig {
     Endpoint zk_listen;       // --zk-listen HOST:PORT: the ZooKeeper port (docs/zookeeper-mode.md);
                               // off when not given
     bool zk_local_reads = false;  // --zk-reads local (default linearizable)
-    std::string data_dir;         // --data-dir (required); created when missing
+    // --zk-super-digest super:HASH: ZooKeeper's superDigest (docs/zookeeper-mode.md, "ACLs"); none
+    // when not given
+    std::string zk_super_digest;
+    std::string data_dir;  // --data-dir (required); created when missing
 
     // --- timing
     // -------------------------------------------------------------------------------------

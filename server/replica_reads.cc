@@ -17,6 +17,40 @@ namespace {
 constexpr uint32_t kListLimitDefault = 1000;
 constexpr uint32_t kListLimitMax = 100000;
 
+// The permission a read needs under a ZooKeeper caller (ZooKeeper's FinalRequestProcessor): READ
+// to read a node's data or children, READ or ADMIN for its ACL; 0 for reads ACLs do not guard
+// (exists, as in ZooKeeper; lock and session listings, which only the native port sends).
+uint8_t read_permission(const proto::Request& request, std::string* path) {
+    using B = proto::Request::BodyCase;
+    switch (request.body_case()) {
+        case B::kGet:
+            *path = request.get().path();
+            return sm::kPermRead;
+        case B::kChildren:
+            *path = request.children().path();
+            return sm::kPermRead;
+        case B::kCountDescendants:
+            *path = request.count_descendants().path();
+            return sm::kPermRead;
+        case B::kGetAcl:
+            *path = request.get_acl().path();
+            return sm::kPermRead | sm::kPermAdmin;
+        default:
+            return 0;
+    }
+}
+
+// getACL without ADMIN shows digest ids as `user:x`, as ZooKeeper does (ZOOKEEPER-1392): a reader
+// learns who may act, not the hashes it could attack offline.
+sm::Acl redacted(sm::Acl acl) {
+    for (sm::AclEntry& e : acl) {
+        if (e.id.scheme == "digest") {
+            e.id.id = e.id.id.substr(0, e.id.id.find(':')) + ":x";
+        }
+    }
+    return acl;
+}
+
 }  // namespace
 
 bool Replica::serves_local_reads() const {
@@ -27,6 +61,24 @@ bool Replica::serves_local_reads() const {
 void Replica::serve_read(const ClientRef& client, const proto::Request& request) {
     proto::Response response;
     response.set_code(proto::OK);
+    std::optional<sm::Caller> caller;
+    if (request.has_caller()) {
+        caller = to_caller(request.caller());
+        std::string path;
+        if (!sm::valid_caller(*caller)) {
+            response.set_code(proto::BAD_ARGUMENTS);
+            response.set_message("invalid caller ids");
+        } else if (const uint8_t perms = read_permission(request, &path);
+                   perms != 0 && !sm_.permits(path, perms, *caller)) {
+            // Refused before any watch is set, as ZooKeeper checks before it registers one.
+            response.set_code(proto::NO_AUTH);
+        }
+        if (response.code() != proto::OK) {
+            response.set_message(describe(response.code()));
+            respond(client, response);
+            return;
+        }
+    }
     auto watch = [&](const std::string& path, sm::WatchKind kind) {
         response.set_code(add_watch(client.conn, path, kind));
         if (response.code() == proto::LIMIT_EXCEEDED) {
@@ -95,6 +147,19 @@ void Replica::serve_read(const ClientRef& client, const proto::Request& request)
                 break;
             }
             response.mutable_count()->set_count(*count);
+            break;
+        }
+        case B::kGetAcl: {
+            const std::string& path = request.get_acl().path();
+            const std::optional<sm::Acl> acl = sm_.acl(path);
+            if (!acl) {
+                response.set_code(sm::valid_path(path) ? proto::NO_NODE : proto::BAD_ARGUMENTS);
+                break;
+            }
+            const bool admin = !caller || sm_.permits(path, sm::kPermAdmin, *caller);
+            const sm::Acl shown = sm::displayed_acl(*acl);
+            to_proto(admin ? shown : redacted(shown), *response.mutable_acl()->mutable_acl());
+            to_proto(*sm_.exists(path), *response.mutable_acl()->mutable_stat());
             break;
         }
         case B::kListEphemerals:

@@ -20,6 +20,7 @@ RequestKind kind_of(const proto::Request& request) {
         case B::kDelete:
         case B::kSetData:
         case B::kMulti:
+        case B::kSetAcl:
         case B::kAcquire:
         case B::kRelease:
         case B::kCancel:
@@ -33,6 +34,7 @@ RequestKind kind_of(const proto::Request& request) {
         case B::kRestoreWatches:
         case B::kCountDescendants:
         case B::kListEphemerals:
+        case B::kGetAcl:
         case B::kListMembers:
             return RequestKind::kRead;
         case B::kChangeMember:
@@ -68,15 +70,33 @@ bool lock_mode(proto::LockMode in, sm::LockMode& out) {
     return true;
 }
 
+// Permissions beyond ZooKeeper's five bits are refused (INVALID_ACL via validate_command).
+sm::Acl to_acl(const google::protobuf::RepeatedPtrField<proto::AclEntry>& in) {
+    sm::Acl out;
+    out.reserve(static_cast<size_t>(in.size()));
+    for (const proto::AclEntry& e : in) {
+        const auto perms = static_cast<uint8_t>(std::min<uint32_t>(e.perms(), 0xff));
+        out.push_back(sm::AclEntry{perms, sm::AclId{e.id().scheme(), e.id().id()}});
+    }
+    return out;
+}
+
+Result<sm::Create, std::string> to_create(const proto::Create& in) {
+    sm::Create c{in.path(), in.data(), sm::NodeKind::kPersistent, in.ttl_ms(), to_acl(in.acl())};
+    if (!node_kind(in.kind(), c.kind)) {
+        return std::string("create: unknown node kind");
+    }
+    return c;
+}
+
 Result<sm::MultiOp, std::string> to_multi_op(const proto::MultiOp& op) {
     switch (op.op_case()) {
         case proto::MultiOp::kCreate: {
-            sm::Create c{op.create().path(), op.create().data(), sm::NodeKind::kPersistent,
-                         op.create().ttl_ms()};
-            if (!node_kind(op.create().kind(), c.kind)) {
-                return std::string("multi: unknown node kind");
+            Result<sm::Create, std::string> c = to_create(op.create());
+            if (!c.ok()) {
+                return "multi: " + c.error();
             }
-            return sm::MultiOp{std::move(c)};
+            return sm::MultiOp{std::move(c).value()};
         }
         case proto::MultiOp::kDelete:
             return sm::MultiOp{sm::Delete{op.delete_().path(), op.delete_().version()}};
@@ -99,13 +119,15 @@ Result<sm::Op, std::string> to_op(const proto::Request& r) {
         case B::kCloseSession:
             return sm::Op{sm::CloseSession{}};
         case B::kCreate: {
-            sm::Create c{r.create().path(), r.create().data(), sm::NodeKind::kPersistent,
-                         r.create().ttl_ms()};
-            if (!node_kind(r.create().kind(), c.kind)) {
-                return std::string("create: unknown node kind");
+            Result<sm::Create, std::string> c = to_create(r.create());
+            if (!c.ok()) {
+                return c.error();
             }
-            return sm::Op{std::move(c)};
+            return sm::Op{std::move(c).value()};
         }
+        case B::kSetAcl:
+            return sm::Op{
+                sm::SetAcl{r.set_acl().path(), to_acl(r.set_acl().acl()), r.set_acl().version()}};
         case B::kDelete:
             return sm::Op{sm::Delete{r.delete_().path(), r.delete_().version()}};
         case B::kSetData:
@@ -148,6 +170,24 @@ Result<sm::Op, std::string> to_op(const proto::Request& r) {
 
 }  // namespace
 
+sm::Caller to_caller(const proto::Caller& in) {
+    sm::Caller out;
+    out.reserve(static_cast<size_t>(in.ids_size()));
+    for (const proto::AclId& id : in.ids()) {
+        out.push_back(sm::AclId{id.scheme(), id.id()});
+    }
+    return out;
+}
+
+void to_proto(const sm::Acl& acl, google::protobuf::RepeatedPtrField<proto::AclEntry>& out) {
+    for (const sm::AclEntry& e : acl) {
+        proto::AclEntry* p = out.Add();
+        p->set_perms(e.perms);
+        p->mutable_id()->set_scheme(e.id.scheme);
+        p->mutable_id()->set_id(e.id.id);
+    }
+}
+
 Result<sm::Command, std::string> to_command(const proto::Request& request, uint64_t open_nonce) {
     Result<sm::Op, std::string> op = to_op(request);
     if (!op.ok()) {
@@ -167,6 +207,9 @@ Result<sm::Command, std::string> to_command(const proto::Request& request, uint6
         c.ack_seq = request.ack_seq();
         if (request.has_fence()) {
             c.fence = sm::Fence{request.fence().lock(), request.fence().token()};
+        }
+        if (request.has_caller()) {
+            c.caller = to_caller(request.caller());
         }
     }
     if (sm::validate_command(c) != sm::ErrorCode::kOk) {
@@ -200,6 +243,7 @@ void to_proto(const sm::Stat& s, proto::Stat& out) {
     out.set_ephemeral_owner(s.ephemeral_owner);
     out.set_num_children(s.num_children);
     out.set_data_length(s.data_length);
+    out.set_aversion(s.aversion);
 }
 
 void to_proto(const sm::LockInfo& info, proto::LockInfo& out) {
@@ -248,7 +292,8 @@ void fill_write_response(const sm::Command& command,
     } else if (const auto* attach = std::get_if<sm::AttachSession>(&command.op)) {
         out.mutable_attach_session()->set_first_seq(attach->first_seq);  // timeout: the Replica
     } else if (std::holds_alternative<sm::Create>(command.op) ||
-               std::holds_alternative<sm::SetData>(command.op)) {
+               std::holds_alternative<sm::SetData>(command.op) ||
+               std::holds_alternative<sm::SetAcl>(command.op)) {
         out.mutable_node()->set_path(response.path);
         to_proto(response.stat, *out.mutable_node()->mutable_stat());
     } else if (std::holds_alternative<sm::Multi>(command.op)) {
@@ -301,6 +346,10 @@ std::string describe(proto::Code code) {
             return "this session and owner tag already wait for the lock";
         case proto::ROLLED_BACK:
             return "rolled back because another operation of the multi failed";
+        case proto::NO_AUTH:
+            return "the node's ACL does not grant this permission";
+        case proto::INVALID_ACL:
+            return "invalid ACL: empty, an unknown scheme or a malformed id";
         case proto::UNAVAILABLE:
             return "no leader is available now; retry";
         case proto::TIMEOUT:

@@ -36,6 +36,11 @@ Result<statemachine::Command, std::string> to_command(const proto::Request& requ
 // nothing is.
 std::optional<std::string> attach_request_error(const proto::Request& request);
 
+// The ids a request's Caller names (validity is validate_command's), and an ACL the other way.
+statemachine::Caller to_caller(const proto::Caller& caller);
+void to_proto(const statemachine::Acl& acl,
+              google::protobuf::RepeatedPtrField<proto::AclEntry>& out);
+
 proto::Code to_proto(statemachine::ErrorCode code);
 void to_proto(const statemachine::Stat& stat, proto::Stat& out);
 void to_proto(const statemachine::LockInfo& info, proto::LockInfo& out);

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/assert.h"
+#include "server/zk_auth.h"
 
 namespace raftlock::server {
 
@@ -36,7 +37,7 @@ zk::Stat zk_stat_of(const proto::Stat& s) {
     out.mtime = s.mtime_ms();
     out.version = s.version();
     out.cversion = s.cversion();
-    out.aversion = 0;  // no ACLs yet: never changed
+    out.aversion = s.aversion();
     out.ephemeral_owner = static_cast<int64_t>(s.ephemeral_owner());
     out.data_length = s.data_length();
     out.num_children = s.num_children();
@@ -74,6 +75,10 @@ std::optional<zk::Err> zk_error_of(proto::Code code) {
             return zk::Err::kThrottledOp;
         case proto::ROLLED_BACK:
             return zk::Err::kRuntimeInconsistency;
+        case proto::NO_AUTH:
+            return zk::Err::kNoAuth;
+        case proto::INVALID_ACL:
+            return zk::Err::kInvalidAcl;
         default:
             break;
     }
@@ -103,7 +108,13 @@ std::optional<proto::NodeKind> zk_create_kind(int32_t flags) {
 // The native Create for one of ZooKeeper's four create operations, or the error to refuse it with.
 std::optional<zk::Err> native_create(zk::OpCode type,
                                      const zk::CreateRequest& in,
+                                     const ZkIdentity& identity,
                                      proto::Create& out) {
+    // The ACL first: ZooKeeper refuses an invalid one before it looks at the tree.
+    Result<std::vector<proto::AclEntry>, zk::Err> acl = zk_native_acl(in.acl, identity);
+    if (!acl.ok()) {
+        return acl.error();
+    }
     int32_t flags = in.flags;
     if (type == zk::OpCode::kCreateContainer) {
         flags = static_cast<int32_t>(zk::CreateMode::kContainer);
@@ -121,11 +132,16 @@ std::optional<zk::Err> native_create(zk::OpCode type,
     out.set_data(in.data.value_or(""));
     out.set_kind(*kind);
     out.set_ttl_ms(ttl_mode ? in.ttl : 0);
+    for (proto::AclEntry& entry : *acl) {
+        *out.add_acl() = std::move(entry);
+    }
     return std::nullopt;
 }
 
 // One operation of a multi as the native Multi's (the codec let only writes and checks in).
-std::optional<zk::Err> native_multi_op(const zk::MultiOp& in, proto::MultiOp& out) {
+std::optional<zk::Err> native_multi_op(const zk::MultiOp& in,
+                                       const ZkIdentity& identity,
+                                       proto::MultiOp& out) {
     switch (in.type) {
         case zk::OpCode::kDelete: {
             const auto& body = std::get<zk::DeleteRequest>(in.body);
@@ -147,7 +163,7 @@ std::optional<zk::Err> native_multi_op(const zk::MultiOp& in, proto::MultiOp& ou
             return std::nullopt;
         }
         default:
-            return native_create(in.type, std::get<zk::CreateRequest>(in.body),
+            return native_create(in.type, std::get<zk::CreateRequest>(in.body), identity,
                                  *out.mutable_create());
     }
 }
@@ -216,6 +232,8 @@ void ZkFrontend::on_zk_open(net::ConnectionId id, const std::string& remote) {
     auto [it, inserted] = conns_.try_emplace(id);
     RL_ASSERT(inserted);
     it->second.remote = remote;
+    it->second.identity.address = host_of(remote);
+    it->second.caller = zk_caller(it->second.identity);
     backend_.on_client_open(id, remote);
 }
 
@@ -448,6 +466,7 @@ std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pen
     auto native = [&]() -> proto::Request& {
         proto::Request& r = out.requests.emplace_back();
         r.set_session_id(c.session);
+        *r.mutable_caller() = c.caller;  // checked against the nodes' ACLs where they apply
         return r;
     };
     auto read = [&]() -> proto::Request& {
@@ -480,8 +499,8 @@ std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pen
         case zk::OpCode::kCreateContainer:
         case zk::OpCode::kCreateTtl: {
             proto::Create create;
-            if (std::optional<zk::Err> refused =
-                    native_create(in.type, std::get<zk::CreateRequest>(in.body), create)) {
+            if (std::optional<zk::Err> refused = native_create(
+                    in.type, std::get<zk::CreateRequest>(in.body), c.identity, create)) {
                 return refused;
             }
             *write().mutable_create() = std::move(create);
@@ -509,7 +528,8 @@ std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pen
             }
             proto::Multi multi;
             for (const zk::MultiOp& op : body.ops) {
-                if (std::optional<zk::Err> refused = native_multi_op(op, *multi.add_ops())) {
+                if (std::optional<zk::Err> refused =
+                        native_multi_op(op, c.identity, *multi.add_ops())) {
                     return refused;
                 }
                 out.op_types.push_back(op.type);
@@ -537,17 +557,53 @@ std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pen
             return std::nullopt;
         case zk::OpCode::kCheck: {
             // A read of the node's version: linearizable, and ordered after this connection's
-            // writes like every read here, so it needs no log entry of its own.
+            // writes like every read here, so it needs no log entry of its own. A get, not an
+            // exists: it needs READ, as ZooKeeper's check does (the data stays on this node).
             const auto& body = std::get<zk::CheckVersionRequest>(in.body);
-            read().mutable_exists()->set_path(body.path);
+            read().mutable_get()->set_path(body.path);
             out.version = body.version;
             return std::nullopt;
         }
         case zk::OpCode::kGetAcl:
-            // No ACLs are kept yet: every node is open to everyone, which is world:anyone with
-            // every permission, the ACL the reply states.
-            read().mutable_exists()->set_path(std::get<zk::PathRequest>(in.body).path);
+            read().mutable_get_acl()->set_path(std::get<zk::PathRequest>(in.body).path);
             return std::nullopt;
+        case zk::OpCode::kSetAcl: {
+            const auto& body = std::get<zk::SetAclRequest>(in.body);
+            Result<std::vector<proto::AclEntry>, zk::Err> acl = zk_native_acl(body.acl, c.identity);
+            if (!acl.ok()) {
+                return acl.error();
+            }
+            proto::SetAcl* set = write().mutable_set_acl();
+            set->set_path(body.path);
+            set->set_version(body.version);
+            for (proto::AclEntry& entry : *acl) {
+                *set->add_acl() = std::move(entry);
+            }
+            return std::nullopt;
+        }
+        case zk::OpCode::kAuth: {
+            // In its turn: the requests after it carry the ids it proves. A failure ends the
+            // connection after the reply, as ZooKeeper's does (AUTHFAILED).
+            const auto& body = std::get<zk::AuthRequest>(in.body);
+            const bool proved =
+                zk_add_auth(c.identity, body.scheme, body.auth, options_.super_digest);
+            if (!proved) {
+                // (The scheme is the client's: cut, so a hostile one cannot flood the log.)
+                spdlog::info("zookeeper connection from {}: authentication with scheme {} failed",
+                             c.remote, body.scheme.substr(0, 32));
+                out.closes = true;
+                std::string bytes;
+                zk::encode_reply(zk::kXidAuth, c.last_zxid, zk::Err::kAuthFailed,
+                                 zk::EmptyResponse{}, bytes);
+                out.reply = std::move(bytes);
+                return std::nullopt;
+            }
+            c.caller = zk_caller(c.identity);
+            std::string bytes;
+            zk::encode_reply(zk::kXidAuth, c.last_zxid, zk::Err::kOk, zk::EmptyResponse{}, bytes);
+            out.reply = std::move(bytes);
+            return std::nullopt;
+        }
         case zk::OpCode::kGetAllChildrenNumber:
             read().mutable_count_descendants()->set_path(std::get<zk::PathRequest>(in.body).path);
             return std::nullopt;
@@ -627,8 +683,7 @@ std::optional<zk::Err> ZkFrontend::translate(Conn& c, const zk::Request& in, Pen
             return std::nullopt;
         }
         case zk::OpCode::kWhoAmI:
-            // No authentication yet: a client is known by its address, as ZooKeeper's ip scheme.
-            return answer_now(zk::WhoAmIResponse{{zk::ClientInfo{"ip", host_of(c.remote)}}});
+            return answer_now(zk::WhoAmIResponse{zk_who_am_i(c.identity)});
         case zk::OpCode::kCloseSession:
             write().mutable_close_session();
             out.closes = true;
@@ -835,23 +890,20 @@ std::string ZkFrontend::format_reply(const Conn& c,
             zk::encode_reply(p.xid, zxid, err, zk::PathResponse{p.path}, bytes);
             break;
         case zk::OpCode::kCheck: {
-            zk::Err checked = zk::Err::kOk;
-            if (!r.exists().exists()) {
-                checked = zk::Err::kNoNode;
-            } else if (p.version != -1 && p.version != r.exists().stat().version()) {
-                checked = zk::Err::kBadVersion;
-            }
-            zk::encode_reply(p.xid, zxid, checked, zk::EmptyResponse{}, bytes);
+            // (A missing node came back as NO_NODE, answered above.)
+            const bool matches = p.version == -1 || p.version == r.get().stat().version();
+            zk::encode_reply(p.xid, zxid, matches ? zk::Err::kOk : zk::Err::kBadVersion,
+                             zk::EmptyResponse{}, bytes);
             break;
         }
         case zk::OpCode::kGetAcl:
-            if (!r.exists().exists()) {
-                zk::encode_reply(p.xid, zxid, zk::Err::kNoNode, zk::EmptyResponse{}, bytes);
-            } else {
-                const zk::Acl open{zk::kPermAll, zk::Id{"world", "anyone"}};
-                zk::encode_reply(p.xid, zxid, err,
-                                 zk::GetAclResponse{{open}, zk_stat_of(r.exists().stat())}, bytes);
-            }
+            zk::encode_reply(
+                p.xid, zxid, err,
+                zk::GetAclResponse{zk_acl_of(r.acl().acl()), zk_stat_of(r.acl().stat())}, bytes);
+            break;
+        case zk::OpCode::kSetAcl:
+            zk::encode_reply(p.xid, zxid, err, zk::StatResponse{zk_stat_of(r.node().stat())},
+                             bytes);
             break;
         case zk::OpCode::kGetAllChildrenNumber:
             zk::encode_reply(p.xid, zxid, err,

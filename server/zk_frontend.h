@@ -45,6 +45,7 @@
 #include "net/zk_codec.h"
 #include "net/zk_listener.h"
 #include "proto/client.pb.h"
+#include "server/zk_auth.h"
 
 namespace raftlock::server {
 
@@ -77,6 +78,10 @@ struct ZkFrontendOptions {
     int32_t session_timeout_ms_max = 600000;
     // Mixed into each session's password; the same on every node, so any node can check it.
     uint64_t password_seed = 0;
+    // --zk-super-digest: `super:hash` (zk_digest_id of `super:PASSWORD`); a connection that proves
+    // it with `addauth digest super:PASSWORD` is allowed everything, as ZooKeeper's
+    // DigestAuthenticationProvider.superDigest. Empty: no super user.
+    std::string super_digest;
     // Requests queued or in flight per connection before reading from it pauses.
     size_t pipeline_max = 1000;
     // --zk-reads local: reads are served from this node's applied state, as ZooKeeper serves
@@ -143,6 +148,8 @@ private:
     };
     struct Conn {
         std::string remote;
+        ZkIdentity identity;   // grows with each addauth
+        proto::Caller caller;  // the identity as its requests carry it
         Phase phase = Phase::kAwaitConnect;
         net::zk::ConnectRequest connect;
         uint64_t session = 0;

@@ -18,6 +18,9 @@ bool valid_version(int32_t version) {
 }
 
 bool valid_create(const Create& op) {
+    if (!valid_acl(op.acl)) {
+        return false;
+    }
     std::string full = op.path;
     if (is_sequential(op.kind)) {
         full.append(kSequentialSuffixBytes, '0');
@@ -145,6 +148,8 @@ bool valid_op(const Op& op) {
                 return o.session != kNoSession;
             } else if constexpr (std::is_same_v<T, AttachSession>) {
                 return o.session != kNoSession && o.first_seq > kAttachSeqGap;
+            } else if constexpr (std::is_same_v<T, SetAcl>) {
+                return valid_path(o.path) && valid_version(o.version) && valid_acl(o.acl);
             } else {
                 return true;  // KeepAlive, CloseSession, Noop carry no fields
             }
@@ -210,6 +215,9 @@ ErrorCode validate_command(const Command& c) {
     if (c.fence && (!valid_lock_name(c.fence->lock) || c.fence->token == 0)) {
         return ErrorCode::kBadArguments;
     }
+    if (c.caller && !valid_caller(*c.caller)) {
+        return ErrorCode::kBadArguments;
+    }
     return valid_op(c.op) ? ErrorCode::kOk : ErrorCode::kBadArguments;
 }
 
@@ -224,11 +232,29 @@ void write_op_fields(Writer& w, const ExpireSession& o) {
     w.varint(o.session);
 }
 void write_op_fields(Writer&, const Noop&) {}
+}  // namespace
+
+void write_acl(Writer& w, const Acl& acl) {
+    w.varint(acl.size());
+    for (const AclEntry& e : acl) {
+        w.u8(e.perms);
+        w.bytes(e.id.scheme);
+        w.bytes(e.id.id);
+    }
+}
+namespace {
+
 void write_op_fields(Writer& w, const Create& o) {
     w.bytes(o.path);
     w.bytes(o.data);
     w.u8(static_cast<uint8_t>(o.kind));
     w.svarint(o.ttl_ms);
+    write_acl(w, o.acl);
+}
+void write_op_fields(Writer& w, const SetAcl& o) {
+    w.bytes(o.path);
+    write_acl(w, o.acl);
+    w.svarint(o.version);
 }
 void write_op_fields(Writer& w, const Delete& o) {
     w.bytes(o.path);
@@ -303,12 +329,44 @@ int32_t read_version(Reader& r) {
     return static_cast<int32_t>(r.svarint_in(-1, INT32_MAX));
 }
 
-Create read_create(Reader& r) {
+// Scheme names are short ("world", "digest", "ip", "super"); longer ones are refused by valid_acl.
+constexpr size_t kAclSchemeBytesMax = 16;
+
+}  // namespace
+
+Acl read_acl(Reader& r) {
+    Acl acl;
+    const uint64_t n = r.varint_in(0, kAclEntriesMax);
+    for (uint64_t i = 0; i < n && r.ok(); i++) {
+        AclEntry e;
+        e.perms = r.u8();
+        e.id.scheme = r.bytes(kAclSchemeBytesMax);
+        e.id.id = r.bytes(kAclIdBytesMax);
+        acl.push_back(std::move(e));
+    }
+    return acl;
+}
+
+namespace {
+
+// Versions before 3 carry no ACL: a node created by one is open.
+Create read_create(Reader& r, uint8_t version) {
     Create o;
     o.path = r.bytes(kPathBytesMax);
     o.data = r.bytes(kDataBytesMax);
     o.kind = static_cast<NodeKind>(r.varint_in(0, kNodeKindMax));
     o.ttl_ms = r.svarint_in(0, kTtlMsMax);
+    if (version >= kCommandFormatVersion) {
+        o.acl = read_acl(r);
+    }
+    return o;
+}
+
+SetAcl read_set_acl(Reader& r) {
+    SetAcl o;
+    o.path = r.bytes(kPathBytesMax);
+    o.acl = read_acl(r);
+    o.version = read_version(r);
     return o;
 }
 
@@ -339,7 +397,7 @@ MultiOp read_multi_op(Reader& r, uint8_t version) {
     // Version 1 tagged a sub-op with its index in MultiOp, one less than its tag now.
     switch (version == kCommandFormatVersionV1 ? tag + 1 : tag) {
         case static_cast<uint8_t>(MultiOpTag::kCreate):
-            return read_create(r);
+            return read_create(r, version);
         case static_cast<uint8_t>(MultiOpTag::kDelete):
             return read_delete(r);
         case static_cast<uint8_t>(MultiOpTag::kSetData):
@@ -458,7 +516,7 @@ Op read_op_v1(Reader& r, uint8_t tag) {
         case 4:
             return Noop{};
         case 5:
-            return read_create(r);
+            return read_create(r, kCommandFormatVersionV1);
         case 6:
             return read_delete(r);
         case 7:
@@ -489,7 +547,7 @@ Op read_op_v1(Reader& r, uint8_t tag) {
     }
 }
 
-Op read_op(Reader& r, uint8_t tag) {
+Op read_op(Reader& r, uint8_t tag, uint8_t version) {
     switch (static_cast<OpTag>(tag)) {
         case OpTag::kOpenSession:
             return OpenSession{r.svarint_in(1, kOpenTimeoutMsMax)};
@@ -502,15 +560,15 @@ Op read_op(Reader& r, uint8_t tag) {
         case OpTag::kNoop:
             return Noop{};
         case OpTag::kCreate:
-            return read_create(r);
+            return read_create(r, version);
         case OpTag::kDelete:
             return read_delete(r);
         case OpTag::kSetData:
             return read_set_data(r);
         case OpTag::kMulti:
-            return read_multi(r, kCommandFormatVersion, false);
+            return read_multi(r, version, false);
         case OpTag::kMultiContainersAtEnd:
-            return read_multi(r, kCommandFormatVersion, true);
+            return read_multi(r, version, true);
         case OpTag::kAcquire:
             return read_acquire(r);
         case OpTag::kRelease:
@@ -531,6 +589,11 @@ Op read_op(Reader& r, uint8_t tag) {
             o.first_seq = r.varint();
             return o;
         }
+        case OpTag::kSetAcl:
+            if (version >= kCommandFormatVersion) {
+                return read_set_acl(r);
+            }
+            break;
     }
     r.fail();  // not a tag of this version
     return Noop{};
@@ -562,6 +625,14 @@ Result<std::string, ErrorCode> encode_command(const Command& c) {
         w.bytes(c.fence->lock);
         w.varint(c.fence->token);
     }
+    w.u8(c.caller ? 1 : 0);
+    if (c.caller) {
+        w.varint(c.caller->size());
+        for (const AclId& id : *c.caller) {
+            w.bytes(id.scheme);
+            w.bytes(id.id);
+        }
+    }
     w.u8(static_cast<uint8_t>(tag_of(c.op)));
     std::visit([&w](const auto& o) { write_op_fields(w, o); }, c.op);
     return out;
@@ -570,7 +641,8 @@ Result<std::string, ErrorCode> encode_command(const Command& c) {
 Result<Command, ErrorCode> decode_command(std::string_view bytes) {
     Reader r(bytes);
     const uint8_t version = r.u8();
-    if (version != kCommandFormatVersion && version != kCommandFormatVersionV1) {
+    if (version != kCommandFormatVersion && version != kCommandFormatVersionV2 &&
+        version != kCommandFormatVersionV1) {
         return ErrorCode::kMalformedCommand;
     }
     Command c;
@@ -584,11 +656,22 @@ Result<Command, ErrorCode> decode_command(std::string_view bytes) {
         fence.token = r.varint();
         c.fence = std::move(fence);
     }
+    if (version >= kCommandFormatVersion && r.boolean()) {
+        Caller caller;
+        const uint64_t n = r.varint_in(0, kCallerIdsMax);
+        for (uint64_t i = 0; i < n && r.ok(); i++) {
+            AclId id;
+            id.scheme = r.bytes(kAclSchemeBytesMax);
+            id.id = r.bytes(kAclIdBytesMax);
+            caller.push_back(std::move(id));
+        }
+        c.caller = std::move(caller);
+    }
     uint8_t tag = r.u8();
     if (!r.ok()) {
         return ErrorCode::kMalformedCommand;
     }
-    c.op = version == kCommandFormatVersionV1 ? read_op_v1(r, tag) : read_op(r, tag);
+    c.op = version == kCommandFormatVersionV1 ? read_op_v1(r, tag) : read_op(r, tag, version);
     // The same rules as before encoding: a command that decodes must also make sense.
     if (!r.ok() || !r.at_end() || validate_command(c) != ErrorCode::kOk) {
         return ErrorCode::kMalformedCommand;
@@ -607,9 +690,10 @@ void write_stat(Writer& w, const Stat& s) {
     w.varint(s.ephemeral_owner);
     w.svarint(s.num_children);
     w.svarint(s.data_length);
+    w.svarint(s.aversion);
 }
 
-Stat read_stat(Reader& r) {
+Stat read_stat(Reader& r, bool with_aversion) {
     Stat s;
     s.czxid = r.varint();
     s.mzxid = r.varint();
@@ -621,6 +705,9 @@ Stat read_stat(Reader& r) {
     s.ephemeral_owner = r.varint();
     s.num_children = static_cast<int32_t>(r.svarint_in(0, INT32_MAX));
     s.data_length = static_cast<int32_t>(r.svarint_in(0, kDataBytesMax));
+    if (with_aversion) {
+        s.aversion = static_cast<int32_t>(r.svarint_in(0, INT32_MAX));
+    }
     return s;
 }
 
@@ -642,12 +729,12 @@ void write_response(Writer& w, const Response& resp) {
     sql::write_result(w, resp.sql);
 }
 
-Response read_response(Reader& r, bool with_sql) {
+Response read_response(Reader& r, bool with_sql, bool with_aversion) {
     Response resp;
     resp.code = static_cast<ErrorCode>(r.varint_in(0, kErrorCodeMax));
     resp.session = r.varint();
     resp.path = r.bytes(kPathBytesMax);
-    resp.stat = read_stat(r);
+    resp.stat = read_stat(r, with_aversion);
     resp.lock = static_cast<LockOutcome>(r.varint_in(0, kLockOutcomeMax));
     resp.token = r.varint();
     resp.hold_count = static_cast<uint32_t>(r.varint_in(0, UINT32_MAX));
@@ -656,7 +743,7 @@ Response read_response(Reader& r, bool with_sql) {
         SubResult sub;
         sub.code = static_cast<ErrorCode>(r.varint_in(0, kErrorCodeMax));
         sub.path = r.bytes(kPathBytesMax);
-        sub.stat = read_stat(r);
+        sub.stat = read_stat(r, with_aversion);
         resp.results.push_back(std::move(sub));
     }
     if (with_sql) {

@@ -2,17 +2,20 @@
 
 // The binary form of commands on the Raft log, and of replies inside snapshots.
 //
-// Command format, version 2 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
+// Command format, version 3 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
 // length then the bytes):
-//   u8 version=2 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
-//   | u8 op tag (OpTag) | op fields in declaration order (command.h)
-// A Multi is a count then, per sub-op, a u8 tag (MultiOpTag) and its fields. A RedisCommand's
-// fields are origin, script budget (0: none stamped), argv; a SqlStatement's are the request
-// (sql/codec.h), then its row budget (0: none).
+//   u8 version=3 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
+//   | u8 has_caller [count, (scheme, id)*] | u8 op tag (OpTag) | op fields in declaration order
+//   (command.h)
+// A Multi is a count then, per sub-op, a u8 tag (MultiOpTag) and its fields. An ACL is a count
+// then (u8 perms, scheme, id)*. A RedisCommand's fields are origin, script budget (0: none
+// stamped), argv; a SqlStatement's are the request (sql/codec.h), then its row budget (0: none).
 //
-// Version 1 (until 2026-11) tagged an op with its index in the Op variant (a sub-op with its index
-// in MultiOp), with 16 and 17 for a RedisCommand and a SqlStatement carrying a budget; it still
-// decodes, so that logs written by earlier servers replay. Encoding always writes version 2.
+// Older versions still decode, so that logs written by earlier servers replay; encoding always
+// writes version 3. Version 2 (until 2026-11-29) had no caller, no ACL in a Create (the node is
+// open) and no SetAcl. Version 1 (until 2026-11) tagged an op with its index in the Op variant (a
+// sub-op with its index in MultiOp), with 16 and 17 for a RedisCommand and a SqlStatement carrying
+// a budget.
 //
 // Bytes come from the log and, before that, from the network: decode_command never reads out of
 // bounds, never allocates more than the input justifies, rejects trailing bytes, unknown tags and
@@ -30,7 +33,8 @@
 
 namespace raftlock::statemachine {
 
-inline constexpr uint8_t kCommandFormatVersion = 2;
+inline constexpr uint8_t kCommandFormatVersion = 3;
+inline constexpr uint8_t kCommandFormatVersionV2 = 2;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV1 = 1;  // decoded, never written
 
 // The op tags of version 2: numbers on disk, never reused or renumbered. Lock service ops in
@@ -51,6 +55,7 @@ enum class OpTag : uint8_t {
     kAcquireMany = 13,
     kAttachSession = 14,
     kMultiContainersAtEnd = 15,  // a Multi with containers_at_end (kMulti: without)
+    kSetAcl = 16,                // version 3 on
     kRedisCommand = 32,
     kSqlStatement = 48,
     kSqlCancel = 49,
@@ -92,6 +97,8 @@ constexpr OpTag op_tag() {
         return OpTag::kSqlStatement;
     } else if constexpr (std::is_same_v<T, AttachSession>) {
         return OpTag::kAttachSession;
+    } else if constexpr (std::is_same_v<T, SetAcl>) {
+        return OpTag::kSetAcl;
     } else {
         static_assert(std::is_same_v<T, SqlCancel>, "an op needs a tag of its own in OpTag");
         return OpTag::kSqlCancel;
@@ -128,6 +135,7 @@ static_assert(static_cast<uint8_t>(OpTag::kCancel) == 12);
 static_assert(static_cast<uint8_t>(OpTag::kAcquireMany) == 13);
 static_assert(static_cast<uint8_t>(OpTag::kAttachSession) == 14);
 static_assert(static_cast<uint8_t>(OpTag::kMultiContainersAtEnd) == 15);
+static_assert(static_cast<uint8_t>(OpTag::kSetAcl) == 16);
 static_assert(static_cast<uint8_t>(OpTag::kRedisCommand) == 32);
 static_assert(static_cast<uint8_t>(OpTag::kSqlStatement) == 48);
 static_assert(static_cast<uint8_t>(OpTag::kSqlCancel) == 49);
@@ -136,7 +144,7 @@ static_assert(static_cast<uint8_t>(MultiOpTag::kCreate) == 1);
 static_assert(static_cast<uint8_t>(MultiOpTag::kDelete) == 2);
 static_assert(static_cast<uint8_t>(MultiOpTag::kSetData) == 3);
 static_assert(static_cast<uint8_t>(MultiOpTag::kCheck) == 4);
-static_assert(std::variant_size_v<Op> == 17,
+static_assert(std::variant_size_v<Op> == 18,
               "a new op needs a tag (op_tag) and a reader (read_op)");
 
 // kOk when `command` obeys every documented range (command.h); else kBadArguments. Checks what does
@@ -152,10 +160,14 @@ Result<std::string, ErrorCode> encode_command(const Command& command);
 Result<Command, ErrorCode> decode_command(std::string_view bytes);
 
 // Replies inside snapshots (saved results for exactly-once). Snapshots before version 3 have no
-// SQL fields (`with_sql` false).
+// SQL fields (`with_sql` false), before version 4 no aversion in a stat (`with_aversion` false).
 void write_response(Writer& w, const Response& response);
-Response read_response(Reader& r, bool with_sql);
+Response read_response(Reader& r, bool with_sql, bool with_aversion);
 void write_stat(Writer& w, const Stat& stat);
-Stat read_stat(Reader& r);
+Stat read_stat(Reader& r, bool with_aversion);
+// An ACL (count, then u8 perms, scheme, id per entry), in commands and snapshots; read_acl leaves
+// validity to valid_acl.
+void write_acl(Writer& w, const Acl& acl);
+Acl read_acl(Reader& r);
 
 }  // namespace raftlock::statemachine

@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "statemachine/acl.h"
 #include "statemachine/redis/value.h"
 #include "statemachine/sql/engine.h"
 #include "statemachine/types.h"
@@ -50,6 +51,7 @@ struct Create {
     std::string data;  // <= kDataBytesMax
     NodeKind kind = NodeKind::kPersistent;
     TimeMs ttl_ms = 0;  // kTtl and kTtlSequential only: (0, kTtlMsMax]; otherwise 0
+    Acl acl;            // the new node's (empty: open to everyone)
     friend bool operator==(const Create&, const Create&) = default;
 };
 struct Delete {
@@ -70,6 +72,14 @@ struct Check {
     friend bool operator==(const Check&, const Check&) = default;
 };
 using MultiOp = std::variant<Create, Delete, SetData, Check>;
+// Replaces a node's ACL (ZooKeeper's setACL): needs ADMIN on it, and its aversion to be `version`
+// (-1: any). Not part of a Multi, as in ZooKeeper.
+struct SetAcl {
+    std::string path;
+    Acl acl;
+    int32_t version = -1;
+    friend bool operator==(const SetAcl&, const SetAcl&) = default;
+};
 // All sub-ops are applied, or none (ZooKeeper's multi).
 struct Multi {
     std::vector<MultiOp> ops;  // 1..kMultiOpsMax
@@ -186,7 +196,8 @@ using Op = std::variant<OpenSession,
                         RedisCommand,
                         SqlStatement,
                         SqlCancel,
-                        AttachSession>;
+                        AttachSession,
+                        SetAcl>;
 
 // A fenced write (the protected-resource side of fencing): the request is rejected with
 // kFenceRejected unless `token` is the token of a current holder of `lock`.
@@ -208,6 +219,10 @@ struct Command {
     uint64_t ack_seq = 0;
     TimeMs time_ms = 0;  // the leader's clock when it proposed the entry
     std::optional<Fence> fence;
+    // Whose ACL permissions a tree operation (Create, Delete, SetData, Multi, SetAcl) is checked
+    // against (acl.h): set by the ZooKeeper front end. Absent: not checked (the native, Redis and
+    // SQL ports, which ACLs do not restrict).
+    std::optional<Caller> caller;
     Op op;
     friend bool operator==(const Command&, const Command&) = default;
 };

@@ -60,6 +60,9 @@ std::string StateMachine::check_tree_invariants() const {
         if (is_ttl(node.kind) != (node.ttl_ms > 0)) {
             return "a TTL out of step with the kind of " + path;
         }
+        if (!valid_acl(node.acl) || node.acl != canonical_acl(node.acl) || node.stat.aversion < 0) {
+            return "an invalid or non-canonical ACL at " + path;
+        }
         if (node.stat.czxid > last_applied_ || node.stat.mzxid > last_applied_) {
             return "zxid from the future at " + path;
         }

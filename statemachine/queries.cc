@@ -28,6 +28,20 @@ std::optional<Stat> StateMachine::exists(std::string_view path) const {
     return it->second.stat;
 }
 
+std::optional<Acl> StateMachine::acl(std::string_view path) const {
+    auto it = nodes_.find(path);
+    if (it == nodes_.end()) {
+        return std::nullopt;
+    }
+    return it->second.acl;
+}
+
+bool StateMachine::permits(std::string_view path, uint8_t perms, const Caller& caller) const {
+    RL_ASSERT(perms != 0 && perms <= kPermAll);
+    auto it = nodes_.find(path);
+    return it == nodes_.end() || acl_permits(it->second.acl, perms, caller);
+}
+
 Result<std::vector<std::string>, ErrorCode> StateMachine::children(std::string_view path) const {
     if (!valid_path(path)) {
         return ErrorCode::kBadArguments;

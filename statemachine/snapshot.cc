@@ -1,10 +1,11 @@
-// Snapshot format, version 3. Integers are LEB128 varints (signed: zig-zag), strings are a varint
+// Snapshot format, version 4. Integers are LEB128 varints (signed: zig-zag), strings are a varint
 // length then bytes, every list is a varint count then its items, in the state's own (sorted)
 // order:
 //
-//   fixed32 magic "RLSM" | u8 version=2 | last_applied | now_ms | last_token
+//   fixed32 magic "RLSM" | u8 version=4 | last_applied | now_ms | last_token
 //   sessions: id, timeout_ms, last_keepalive_ms, discarded_through_seq, saved: (seq, response)*
-//   nodes (path order, so parents come first): path, data, u8 kind, ttl_ms, stat
+//   nodes (path order, so parents come first): path, data, u8 kind, ttl_ms, stat, acl (version 4;
+//   a stat carries its aversion from version 4 on, in nodes and in saved replies)
 //   locks: name, u8 semaphore, permits, u8 mode, lock_delay_ms, free_at_ms,
 //          holders: (session, owner_tag, token, since_ms, count)*,
 //          waiters: (session, owner_tag, u8 mode, enqueued_ms, deadline_ms)*
@@ -30,8 +31,8 @@ namespace raftlock::statemachine {
 namespace {
 
 constexpr uint32_t kSnapshotMagic = 0x4D534C52;  // "RLSM", little-endian
-// 2 added the Redis keyspace, 3 the SQL engine; 1 and 2 still restore.
-constexpr uint8_t kSnapshotVersion = 3;
+// 2 added the Redis keyspace, 3 the SQL engine, 4 ACLs; 1 to 3 still restore.
+constexpr uint8_t kSnapshotVersion = 4;
 constexpr size_t kSnapshotTrailerBytes = 4;
 
 }  // namespace
@@ -63,6 +64,7 @@ std::string StateMachine::snapshot() const {
         w.u8(static_cast<uint8_t>(node.kind));
         w.svarint(node.ttl_ms);
         write_stat(w, node.stat);
+        write_acl(w, node.acl);
     }
     w.varint(locks_.size());
     for (const auto& [name, lock] : locks_) {
@@ -140,10 +142,10 @@ ErrorCode StateMachine::restore(std::string_view bytes) {
     fresh.last_applied_ = r.varint();
     fresh.now_ms_ = r.svarint();
     fresh.last_token_ = r.varint();
-    if (!fresh.restore_sessions(r, version >= 3) || !fresh.restore_nodes(r) ||
-        !fresh.restore_locks(r) || !fresh.restore_timers(r) ||
-        (version >= 2 && !fresh.keyspace_.read(r)) || (version >= 3 && !fresh.sql_.read(r)) ||
-        !r.ok() || !r.at_end()) {
+    if (!fresh.restore_sessions(r, version >= 3, version >= 4) ||
+        !fresh.restore_nodes(r, version >= 4) || !fresh.restore_locks(r) ||
+        !fresh.restore_timers(r) || (version >= 2 && !fresh.keyspace_.read(r)) ||
+        (version >= 3 && !fresh.sql_.read(r)) || !r.ok() || !r.at_end()) {
         return ErrorCode::kMalformedCommand;
     }
     // A snapshot that decodes but breaks an invariant would crash us later: refuse it now.
@@ -154,7 +156,7 @@ ErrorCode StateMachine::restore(std::string_view bytes) {
     return ErrorCode::kOk;
 }
 
-bool StateMachine::restore_sessions(Reader& r, bool with_sql) {
+bool StateMachine::restore_sessions(Reader& r, bool with_sql, bool with_acls) {
     uint64_t n = read_count(r);
     for (uint64_t i = 0; i < n && r.ok(); i++) {
         SessionId id = r.varint();
@@ -165,7 +167,7 @@ bool StateMachine::restore_sessions(Reader& r, bool with_sql) {
         uint64_t saved = r.varint_in(0, kSavedResultsPerSessionMax);
         for (uint64_t k = 0; k < saved && r.ok(); k++) {
             uint64_t seq = r.varint();
-            Response response = read_response(r, with_sql);
+            Response response = read_response(r, with_sql, with_acls);
             if (seq <= s.discarded_through_seq ||
                 !s.saved.emplace(seq, std::move(response)).second) {
                 return false;
@@ -178,7 +180,7 @@ bool StateMachine::restore_sessions(Reader& r, bool with_sql) {
     return r.ok();
 }
 
-bool StateMachine::restore_nodes(Reader& r) {
+bool StateMachine::restore_nodes(Reader& r, bool with_acls) {
     uint64_t n = read_count(r);
     for (uint64_t i = 0; i < n && r.ok(); i++) {
         std::string path = r.bytes(kPathBytesMax);
@@ -186,8 +188,12 @@ bool StateMachine::restore_nodes(Reader& r) {
         node.data = r.bytes(kDataBytesMax);
         node.kind = static_cast<NodeKind>(r.varint_in(0, kNodeKindMax));
         node.ttl_ms = r.svarint_in(0, kTtlMsMax);
-        node.stat = read_stat(r);
-        if (!r.ok() || !valid_path(path) || nodes_.contains(path)) {
+        node.stat = read_stat(r, with_acls);
+        if (with_acls) {
+            node.acl = read_acl(r);
+        }
+        if (!r.ok() || !valid_path(path) || nodes_.contains(path) || !valid_acl(node.acl) ||
+            node.acl != canonical_acl(node.acl)) {
             return false;
         }
         if (path != "/") {

@@ -141,6 +141,7 @@ Response StateMachine::dispatch(SessionId session,
             return response;
         }
     }
+    const Caller* caller = command.caller ? &*command.caller : nullptr;
     return std::visit(
         [&](const auto& op) -> Response {
             using T = std::decay_t<decltype(op)>;
@@ -160,11 +161,13 @@ Response StateMachine::dispatch(SessionId session,
             } else if constexpr (std::is_same_v<T, Noop>) {
                 // Time moved (advance_time); nothing else to do.
             } else if constexpr (std::is_same_v<T, Create>) {
-                return create_node(session, op, zxid, out);
+                return create_node(session, op, caller, zxid, out);
             } else if constexpr (std::is_same_v<T, Delete> || std::is_same_v<T, SetData>) {
-                return apply_single_write(session, command.op, zxid, out);
+                return apply_single_write(command.op, caller, zxid, out);
             } else if constexpr (std::is_same_v<T, Multi>) {
-                return apply_multi(session, op, zxid, out);
+                return apply_multi(session, op, caller, zxid, out);
+            } else if constexpr (std::is_same_v<T, SetAcl>) {
+                return set_acl(op, caller);
             } else if constexpr (std::is_same_v<T, Acquire>) {
                 return acquire(session, op, zxid);
             } else if constexpr (std::is_same_v<T, Release>) {

@@ -107,6 +107,11 @@ public:
     // Read-only queries, linearizable when served after ReadIndex (thesis §6.4).
     Result<NodeView, ErrorCode> get(std::string_view path) const;  // kNoNode, kBadArguments
     std::optional<Stat> exists(std::string_view path) const;
+    // The node's ACL as stored (empty: open; displayed_acl gives getACL's form).
+    std::optional<Acl> acl(std::string_view path) const;
+    // Whether `caller` may read (or do what `perms` names) at `path`: true for a path without a
+    // node, whose read answers kNoNode anyway. Reads are checked where they are served.
+    bool permits(std::string_view path, uint8_t perms, const Caller& caller) const;
     // Child names in byte order. kNoNode, kBadArguments.
     Result<std::vector<std::string>, ErrorCode> children(std::string_view path) const;
     // How many nodes lie below `path`, at any depth (ZooKeeper's getAllChildrenNumber). kNoNode,
@@ -167,6 +172,7 @@ private:
         Stat stat;
         NodeKind kind = NodeKind::kPersistent;
         TimeMs ttl_ms = 0;
+        Acl acl;                         // canonical_acl: empty when open
         std::set<std::string> children;  // child names (last path component)
     };
     struct Session {
@@ -228,6 +234,8 @@ private:
         // Set inside a Multi with containers_at_end: containers emptied by its sub-ops, removed
         // (if still empty) once they all applied. Null: an emptied container goes at once.
         std::vector<std::string>* emptied_containers = nullptr;
+        // Whose permissions the node ACLs are checked against; null: not checked.
+        const Caller* caller = nullptr;
     };
 
     // state_machine.cc
@@ -246,16 +254,23 @@ private:
     static void save_result(Session& session, uint64_t seq, const Response& response);
 
     // tree.cc
-    Response create_node(SessionId session, const Create& op, Index zxid, ApplyResult& out);
+    Response create_node(
+        SessionId session, const Create& op, const Caller* caller, Index zxid, ApplyResult& out);
     ErrorCode do_create(
         SessionId session, const Create& op, TreeCtx& ctx, std::string* created_path, Stat* stat);
     ErrorCode do_delete(std::string_view path, int32_t version, TreeCtx& ctx);
     ErrorCode do_set(
         std::string_view path, std::string_view data, int32_t version, TreeCtx& ctx, Stat* stat);
-    ErrorCode do_check(std::string_view path, int32_t version) const;
+    ErrorCode do_check(std::string_view path, int32_t version, const TreeCtx& ctx) const;
+    Response set_acl(const SetAcl& op, const Caller* caller);
+    // Whether the operation's caller may do what needs one of `perms` on `node`.
+    static bool permitted(const Node& node, uint8_t perms, const TreeCtx& ctx) {
+        return ctx.caller == nullptr || acl_permits(node.acl, perms, *ctx.caller);
+    }
     void remove_node(const std::string& path, TreeCtx& ctx);
-    Response apply_multi(SessionId session, const Multi& op, Index zxid, ApplyResult& out);
-    Response apply_single_write(SessionId session, const Op& op, Index zxid, ApplyResult& out);
+    Response apply_multi(
+        SessionId session, const Multi& op, const Caller* caller, Index zxid, ApplyResult& out);
+    Response apply_single_write(const Op& op, const Caller* caller, Index zxid, ApplyResult& out);
     void roll_back(std::vector<Undo>& undo);
     void fire_ttl(const Timer& timer, Index zxid, ApplyResult& out);
 
@@ -289,8 +304,8 @@ private:
     void finish_sql(sql::EngineEvents& events, ApplyResult& out);
 
     // snapshot.cc: each returns false on malformed input.
-    bool restore_sessions(Reader& r, bool with_sql);
-    bool restore_nodes(Reader& r);
+    bool restore_sessions(Reader& r, bool with_sql, bool with_acls);
+    bool restore_nodes(Reader& r, bool with_acls);
     bool restore_locks(Reader& r);
     bool link_lock_sessions(const std::string& name, const Lock& lock);
     bool restore_timers(Reader& r);

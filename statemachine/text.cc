@@ -49,6 +49,10 @@ std::string_view to_string(ErrorCode code) {
             return "AlreadyWaiting";
         case ErrorCode::kRolledBack:
             return "RolledBack";
+        case ErrorCode::kNoAuth:
+            return "NoAuth";
+        case ErrorCode::kInvalidAcl:
+            return "InvalidAcl";
     }
     return "?";
 }
@@ -120,10 +124,11 @@ std::string_view to_string(LockOutcome outcome) {
 }
 
 std::string to_string(const Stat& s) {
+    // The ACL version only once it moved, so that texts from before ACLs stay as they were.
     return fmt::format(
-        "czxid={} mzxid={} pzxid={} ctime={} mtime={} v={} cv={} owner={} n={} len={}", s.czxid,
+        "czxid={} mzxid={} pzxid={} ctime={} mtime={} v={} cv={} owner={} n={} len={}{}", s.czxid,
         s.mzxid, s.pzxid, s.ctime, s.mtime, s.version, s.cversion, s.ephemeral_owner,
-        s.num_children, s.data_length);
+        s.num_children, s.data_length, s.aversion != 0 ? fmt::format(" av={}", s.aversion) : "");
 }
 
 namespace {
@@ -143,7 +148,9 @@ std::string op_text(const Op& op) {
             } else if constexpr (std::is_same_v<T, Noop>) {
                 return "noop";
             } else if constexpr (std::is_same_v<T, Create>) {
-                return fmt::format("create {} {} len={}", o.path, to_string(o.kind), o.data.size());
+                return fmt::format("create {} {} len={}{}", o.path, to_string(o.kind),
+                                   o.data.size(),
+                                   o.acl.empty() ? "" : fmt::format(" acl={}", o.acl.size()));
             } else if constexpr (std::is_same_v<T, Delete>) {
                 return fmt::format("delete {} v={}", o.path, o.version);
             } else if constexpr (std::is_same_v<T, SetData>) {
@@ -173,6 +180,8 @@ std::string op_text(const Op& op) {
                                    o.request.lock_timeout_ms, o.request.rows_max);
             } else if constexpr (std::is_same_v<T, AttachSession>) {
                 return fmt::format("attach s{} first_seq={}", o.session, o.first_seq);
+            } else if constexpr (std::is_same_v<T, SetAcl>) {
+                return fmt::format("set_acl {} v={} entries={}", o.path, o.version, o.acl.size());
             } else {
                 static_assert(std::is_same_v<T, SqlCancel>);
                 return fmt::format("sql_cancel s{}", o.session);
@@ -186,8 +195,15 @@ std::string op_text(const Op& op) {
 std::string to_string(const Command& c) {
     std::string fence =
         c.fence ? fmt::format(" fence=\"{}\"/{}", c.fence->lock, c.fence->token) : "";
-    return fmt::format("c{}#{} ack={} t={}{} {}", c.client_id, c.seq, c.ack_seq, c.time_ms, fence,
-                       op_text(c.op));
+    std::string caller;
+    if (c.caller) {
+        caller = " as=";
+        for (const AclId& id : *c.caller) {
+            caller += fmt::format("{}{}:{}", caller.size() > 4 ? "," : "", id.scheme, id.id);
+        }
+    }
+    return fmt::format("c{}#{} ack={} t={}{}{} {}", c.client_id, c.seq, c.ack_seq, c.time_ms, fence,
+                       caller, op_text(c.op));
 }
 
 std::string to_string(const Response& r) {

@@ -31,21 +31,22 @@ std::string sequential_suffix(int32_t cversion) {
 
 }  // namespace
 
-Response StateMachine::create_node(SessionId session,
-                                   const Create& op,
-                                   Index zxid,
-                                   ApplyResult& out) {
+Response StateMachine::create_node(
+    SessionId session, const Create& op, const Caller* caller, Index zxid, ApplyResult& out) {
     std::vector<Timer> timers;
-    TreeCtx ctx{zxid, &out.triggers, nullptr, &timers};
+    TreeCtx ctx{zxid, &out.triggers, nullptr, &timers, nullptr, caller};
     Response response;
     response.code = do_create(session, op, ctx, &response.path, &response.stat);
     timers_.insert(timers.begin(), timers.end());
     return response;
 }
 
-Response StateMachine::apply_single_write(SessionId, const Op& op, Index zxid, ApplyResult& out) {
+Response StateMachine::apply_single_write(const Op& op,
+                                          const Caller* caller,
+                                          Index zxid,
+                                          ApplyResult& out) {
     std::vector<Timer> timers;
-    TreeCtx ctx{zxid, &out.triggers, nullptr, &timers};
+    TreeCtx ctx{zxid, &out.triggers, nullptr, &timers, nullptr, caller};
     Response response;
     if (const auto* del = std::get_if<Delete>(&op)) {
         response.code = do_delete(del->path, del->version, ctx);
@@ -65,6 +66,9 @@ ErrorCode StateMachine::do_create(
         return ErrorCode::kNoNode;
     }
     Node& parent = parent_it->second;
+    if (!permitted(parent, kPermCreate, ctx)) {
+        return ErrorCode::kNoAuth;
+    }
     std::string path = op.path;
     if (is_sequential(op.kind)) {
         path += sequential_suffix(parent.stat.cversion);
@@ -83,6 +87,7 @@ ErrorCode StateMachine::do_create(
     node.data = op.data;
     node.kind = op.kind;
     node.ttl_ms = op.ttl_ms;
+    node.acl = canonical_acl(op.acl);
     node.stat.czxid = node.stat.mzxid = node.stat.pzxid = ctx.zxid;
     node.stat.ctime = node.stat.mtime = now_ms_;
     node.stat.ephemeral_owner = is_ephemeral(op.kind) ? session : kNoSession;
@@ -112,6 +117,9 @@ ErrorCode StateMachine::do_delete(std::string_view path, int32_t version, TreeCt
     auto it = nodes_.find(path);
     if (it == nodes_.end() || path == "/") {
         return path == "/" ? ErrorCode::kBadArguments : ErrorCode::kNoNode;
+    }
+    if (!permitted(nodes_.at(std::string(parent_of(path))), kPermDelete, ctx)) {
+        return ErrorCode::kNoAuth;
     }
     if (version != -1 && version != it->second.stat.version) {
         return ErrorCode::kBadVersion;
@@ -161,6 +169,9 @@ ErrorCode StateMachine::do_set(
         return ErrorCode::kNoNode;
     }
     Node& node = it->second;
+    if (!permitted(node, kPermWrite, ctx)) {
+        return ErrorCode::kNoAuth;
+    }
     if (version != -1 && version != node.stat.version) {
         return ErrorCode::kBadVersion;
     }
@@ -180,10 +191,13 @@ ErrorCode StateMachine::do_set(
     return ErrorCode::kOk;
 }
 
-ErrorCode StateMachine::do_check(std::string_view path, int32_t version) const {
+ErrorCode StateMachine::do_check(std::string_view path, int32_t version, const TreeCtx& ctx) const {
     auto it = nodes_.find(path);
     if (it == nodes_.end()) {
         return ErrorCode::kNoNode;
+    }
+    if (!permitted(it->second, kPermRead, ctx)) {
+        return ErrorCode::kNoAuth;
     }
     if (version != -1 && version != it->second.stat.version) {
         return ErrorCode::kBadVersion;
@@ -191,15 +205,13 @@ ErrorCode StateMachine::do_check(std::string_view path, int32_t version) const {
     return ErrorCode::kOk;
 }
 
-Response StateMachine::apply_multi(SessionId session,
-                                   const Multi& op,
-                                   Index zxid,
-                                   ApplyResult& out) {
+Response StateMachine::apply_multi(
+    SessionId session, const Multi& op, const Caller* caller, Index zxid, ApplyResult& out) {
     std::vector<Undo> undo;
     std::vector<WatchTrigger> triggers;
     std::vector<Timer> timers;
     std::vector<std::string> emptied;
-    TreeCtx ctx{zxid, &triggers, &undo, &timers, op.containers_at_end ? &emptied : nullptr};
+    TreeCtx ctx{zxid, &triggers, &undo, &timers, op.containers_at_end ? &emptied : nullptr, caller};
     Response response;
     response.results.resize(op.ops.size());
     for (size_t i = 0; i < op.ops.size(); i++) {
@@ -212,7 +224,7 @@ Response StateMachine::apply_multi(SessionId session,
             result.code = do_set(set->path, set->data, set->version, ctx, &result.stat);
         } else {
             const auto& check = std::get<Check>(op.ops[i]);
-            result.code = do_check(check.path, check.version);
+            result.code = do_check(check.path, check.version, ctx);
         }
         if (result.code != ErrorCode::kOk) {
             // All or nothing: undo what the earlier sub-ops did; no trigger or timer escapes.
@@ -237,6 +249,31 @@ Response StateMachine::apply_multi(SessionId session,
     }
     out.triggers.insert(out.triggers.end(), triggers.begin(), triggers.end());
     timers_.insert(timers.begin(), timers.end());
+    return response;
+}
+
+Response StateMachine::set_acl(const SetAcl& op, const Caller* caller) {
+    Response response;
+    auto it = nodes_.find(op.path);
+    if (it == nodes_.end()) {
+        response.code = ErrorCode::kNoNode;
+        return response;
+    }
+    Node& node = it->second;
+    if (caller != nullptr && !acl_permits(node.acl, kPermAdmin, *caller)) {
+        response.code = ErrorCode::kNoAuth;
+        return response;
+    }
+    if (op.version != -1 && op.version != node.stat.aversion) {
+        response.code = ErrorCode::kBadVersion;
+        return response;
+    }
+    RL_ASSERT(valid_acl(op.acl));
+    // No watch fires: ZooKeeper's setACL triggers none either. mzxid stays (data did not change).
+    node.acl = canonical_acl(op.acl);
+    node.stat.aversion++;
+    RL_ASSERT(node.stat.aversion > 0);
+    response.stat = node.stat;
     return response;
 }
 

@@ -37,8 +37,10 @@ enum class ErrorCode : uint8_t {
     kLimitExceeded,            // too many waiters, saved results, ephemeral nodes, ...
     kAlreadyWaiting,           // the same session + owner tag already waits for this lock
     kRolledBack,               // a multi sub-op that was not applied because another one failed
+    kNoAuth,                   // the node's ACL does not grant the caller the permission
+    kInvalidAcl,               // an ACL that is empty or names an unknown scheme or a bad id
 };
-inline constexpr uint8_t kErrorCodeMax = static_cast<uint8_t>(ErrorCode::kRolledBack);
+inline constexpr uint8_t kErrorCodeMax = static_cast<uint8_t>(ErrorCode::kInvalidAcl);
 
 // ZooKeeper's CreateMode, plus the TTL mode of 3.5.3 (persistent with a time to live).
 enum class NodeKind : uint8_t {
@@ -75,6 +77,7 @@ struct Stat {
     SessionId ephemeral_owner = kNoSession;
     int32_t num_children = 0;
     int32_t data_length = 0;
+    int32_t aversion = 0;  // number of ACL changes
 
     friend bool operator==(const Stat&, const Stat&) = default;
 };

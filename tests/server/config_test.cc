@@ -150,6 +150,7 @@ TEST_CASE("every optional flag sets its field", "[server][config]") {
         {"--client-output-buffer-bytes-max", "8388608"},
         {"--client-message-deadline-ms", "100"},
         {"--log-level", "warn"},
+        {"--zk-super-digest", "super:xQJmxLMiHGwaqBvst5y6rkB6HQs="},
     };
     flags.insert(flags.end(), optional.begin(), optional.end());
     const auto result = parse(to_args(flags));
@@ -171,6 +172,7 @@ TEST_CASE("every optional flag sets its field", "[server][config]") {
     CHECK(c.client_output_buffer_bytes_max == 8388608);
     CHECK(c.client_message_deadline_ms == 100);
     CHECK(c.log_level == LogLevel::kWarn);
+    CHECK(c.zk_super_digest == "super:xQJmxLMiHGwaqBvst5y6rkB6HQs=");
 }
 
 TEST_CASE("valid flag sets in other spellings parse", "[server][config]") {
@@ -413,6 +415,9 @@ TEST_CASE("every cross-field rule is checked and named", "[server][config]") {
          "its own"},
         {with("--redis-listen", "7301"),
          "--redis-listen 7301: expected HOST:PORT with a port in 1..65535 (e.g. 127.0.0.1:7101)"},
+        {with("--zk-super-digest", "super"),
+         "--zk-super-digest super: expected USER:HASH, the digest of `USER:PASSWORD` as zkCli and "
+         "ZooKeeper's DigestAuthenticationProvider print it"},
         {with("--election-timeout-ms", "1030"),
          "--election-timeout-ms 1030: expected a multiple of --tick-ms (50)"},
         {with("--election-timeout-ms", "200"),
@@ -556,7 +561,7 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
          "unknown key colour in {}: expected one of id, cluster_id, members, "
          "initial_cluster_state, client_listen, "
          "admin_listen, redis_listen, redis_password, pg_listen, pg_password, zk_listen, zk_reads, "
-         "data_dir, "
+         "zk_super_digest, data_dir, "
          "tick_ms, election_timeout_ms, heartbeat_interval_ms, "
          "session_timeout_min_ms, session_timeout_max_ms, request_timeout_ms, "
          "pg_session_timeout_ms, snapshot_every_entries, compaction_lag_entries, "

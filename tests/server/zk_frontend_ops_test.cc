@@ -82,6 +82,7 @@ std::vector<MultiEntry> multi_entries(const std::string& body) {
 zk::MultiOp multi_create(zk::OpCode type, std::string path) {
     zk::CreateRequest body;
     body.path = std::move(path);
+    body.acl = {zk::Acl{zk::kPermAll, zk::Id{"world", "anyone"}}};
     body.flags = static_cast<int32_t>(zk::CreateMode::kPersistent);
     return zk::MultiOp{type, std::move(body)};
 }
@@ -225,11 +226,10 @@ TEST_CASE("a multiRead sends one read per operation and answers when all are in"
     CHECK(entries[2].err == static_cast<int32_t>(zk::Err::kNoNode));
 }
 
-proto::Response exists_with_version(int32_t version) {
+proto::Response get_with_version(int32_t version) {
     proto::Response r = ok();
-    r.mutable_exists()->set_exists(true);
-    r.mutable_exists()->mutable_stat()->set_version(version);
-    r.mutable_exists()->mutable_stat()->set_czxid(12);
+    r.mutable_get()->mutable_stat()->set_version(version);
+    r.mutable_get()->mutable_stat()->set_czxid(12);
     return r;
 }
 
@@ -241,12 +241,15 @@ TEST_CASE("check reads the node's version: OK, BADVERSION or NONODE", "[zk]") {
     f.send(zk::Request{3, zk::OpCode::kCheck, zk::CheckVersionRequest{"/a", -1}});
     f.send(zk::Request{4, zk::OpCode::kCheck, zk::CheckVersionRequest{"/gone", -1}});
     REQUIRE(f.backend.requests.size() == 4);
-    CHECK(f.backend.requests[0].exists().path() == "/a");
+    // A get, so that the node's ACL must grant READ, as for ZooKeeper's check.
+    CHECK(f.backend.requests[0].get().path() == "/a");
     CHECK(f.backend.requests[0].seq() == 0);  // a read: no log entry
     for (size_t i = 0; i < 3; ++i) {
-        f.answer(i, exists_with_version(3));
+        f.answer(i, get_with_version(3));
     }
-    f.answer(3, ok());  // exists = false
+    proto::Response missing = ok();
+    missing.set_code(proto::NO_NODE);
+    f.answer(3, missing);
     const std::vector<Reply> replies = f.take_replies();
     REQUIRE(replies.size() == 4);
     CHECK(replies[0].err == static_cast<int32_t>(zk::Err::kBadVersion));
@@ -255,14 +258,28 @@ TEST_CASE("check reads the node's version: OK, BADVERSION or NONODE", "[zk]") {
     CHECK(replies[3].err == static_cast<int32_t>(zk::Err::kNoNode));
 }
 
-TEST_CASE("getACL states world:anyone with every permission, and the node's stat", "[zk]") {
+TEST_CASE("getACL answers the node's ACL and stat", "[zk]") {
     Fixture f;
     f.open();
     f.send(zk::Request{1, zk::OpCode::kGetAcl, zk::PathRequest{"/a"}});
     f.send(zk::Request{2, zk::OpCode::kGetAcl, zk::PathRequest{"/gone"}});
     REQUIRE(f.backend.requests.size() == 2);
-    f.answer(0, exists_with_version(1));
-    f.answer(1, ok());
+    CHECK(f.backend.requests[0].get_acl().path() == "/a");
+    // Checked as the connection: its address.
+    REQUIRE(f.backend.requests[0].caller().ids_size() == 1);
+    CHECK(f.backend.requests[0].caller().ids(0).scheme() == "ip");
+    CHECK(f.backend.requests[0].caller().ids(0).id() == "127.0.0.1");
+    proto::Response acl = ok();
+    proto::AclEntry* entry = acl.mutable_acl()->add_acl();
+    entry->set_perms(zk::kPermAll);
+    entry->mutable_id()->set_scheme("world");
+    entry->mutable_id()->set_id("anyone");
+    acl.mutable_acl()->mutable_stat()->set_czxid(12);
+    acl.mutable_acl()->mutable_stat()->set_aversion(3);
+    f.answer(0, acl);
+    proto::Response missing = ok();
+    missing.set_code(proto::NO_NODE);
+    f.answer(1, missing);
     const std::vector<Reply> replies = f.take_replies();
     REQUIRE(replies.size() == 2);
     CHECK(replies[0].err == 0);
@@ -272,7 +289,8 @@ TEST_CASE("getACL states world:anyone with every permission, and the node's stat
     CHECK(string_at(body, 8) == "world");
     CHECK(string_at(body, 17) == "anyone");
     CHECK(body.size() == 27 + kStatBytes);
-    CHECK(net::load_u64(body, 27) == 12);  // the stat's czxid
+    CHECK(net::load_u64(body, 27) == 12);                 // the stat's czxid
+    CHECK(net::load_u32(body, 27 + 8 * 4 + 4 * 2) == 3);  // its aversion
     CHECK(replies[1].err == static_cast<int32_t>(zk::Err::kNoNode));
 }
 

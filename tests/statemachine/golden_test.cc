@@ -1,10 +1,10 @@
-// Log entries as servers wrote them, kept as files. golden/commands-v1.txt holds the entries of
-// format version 1 (before explicit tags), one per line: the encoded bytes in hex, a tab, the
-// command's text form; they must still decode, to the command sample_commands() has at that
-// position, so that a log written by an earlier server replays. golden/commands-v2.txt pins
-// version 2 byte for byte: an accidental change to the encoding fails here, not in a replica.
-// sample_commands() only grows at its end; a new sample needs its line in commands-v2.txt (the
-// failure prints it).
+// Log entries as servers wrote them, kept as files, one per line: the encoded bytes in hex, a tab,
+// the command's text form. golden/commands-v1.txt holds the entries of format version 1 (before
+// explicit tags) and commands-v2.txt those of version 2 (before ACLs); they must still decode, to
+// the command sample_commands() has at that position, so that a log written by an earlier server
+// replays. golden/commands-v3.txt pins version 3 byte for byte: an accidental change to the
+// encoding fails here, not in a replica. sample_commands() only grows at its end; a new sample
+// needs its line in commands-v3.txt (the failure prints it).
 
 #include <filesystem>
 #include <fstream>
@@ -57,15 +57,15 @@ std::string golden_line(const Command& c) {
     return hex + "\t" + to_string(c);
 }
 
-TEST_CASE("entries of format version 1 still decode, and re-encode as version 2",
-          "[statemachine][codec][golden]") {
-    const std::vector<GoldenLine> golden = read_golden("commands-v1.txt");
+// The entries of an older format: each decodes to its sample and re-encodes as today's version.
+void check_older_format(const std::string& file, size_t lines, uint8_t version) {
+    const std::vector<GoldenLine> golden = read_golden(file);
     const std::vector<Command> samples = sample_commands();
-    REQUIRE(golden.size() == 21);  // the samples of November 2026, every op and both budget forms
+    REQUIRE(golden.size() == lines);
     REQUIRE(samples.size() >= golden.size());
     for (size_t i = 0; i < golden.size(); ++i) {
-        INFO("line " << i + 1 << ": " << golden[i].text);
-        REQUIRE(static_cast<uint8_t>(golden[i].bytes[0]) == kCommandFormatVersionV1);
+        INFO(file << " line " << i + 1 << ": " << golden[i].text);
+        REQUIRE(static_cast<uint8_t>(golden[i].bytes[0]) == version);
         Result<Command, ErrorCode> decoded = decode_command(golden[i].bytes);
         REQUIRE(decoded.ok());
         CHECK(to_string(decoded.value()) == golden[i].text);
@@ -76,14 +76,22 @@ TEST_CASE("entries of format version 1 still decode, and re-encode as version 2"
     }
 }
 
-TEST_CASE("format version 2 is pinned byte for byte", "[statemachine][codec][golden]") {
-    const std::vector<GoldenLine> golden = read_golden("commands-v2.txt");
+TEST_CASE("entries of format versions 1 and 2 still decode, and re-encode as version 3",
+          "[statemachine][codec][golden]") {
+    // The samples of November 2026: every op and both budget forms (version 1), then attach and
+    // the containers-at-end multi (version 2, before ACLs).
+    check_older_format("commands-v1.txt", 21, kCommandFormatVersionV1);
+    check_older_format("commands-v2.txt", 23, kCommandFormatVersionV2);
+}
+
+TEST_CASE("format version 3 is pinned byte for byte", "[statemachine][codec][golden]") {
+    const std::vector<GoldenLine> golden = read_golden("commands-v3.txt");
     const std::vector<Command> samples = sample_commands();
     std::string expected;
     for (const Command& c : samples) {
         expected += golden_line(c) + "\n";
     }
-    INFO("commands-v2.txt for today's samples:\n" << expected);
+    INFO("commands-v3.txt for today's samples:\n" << expected);
     REQUIRE(golden.size() == samples.size());
     for (size_t i = 0; i < samples.size(); ++i) {
         INFO("line " << i + 1 << ": " << golden[i].text);

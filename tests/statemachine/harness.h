@@ -5,6 +5,7 @@
 // and checks the invariants after every entry.
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -29,10 +30,16 @@ public:
 
     // A request of `session` with the next sequence number.
     ApplyResult run(SessionId session, Op op) {
+        return run_as(session, std::nullopt, std::move(op));
+    }
+
+    // The same, checked against the nodes' ACLs as `caller` (a ZooKeeper connection's ids).
+    ApplyResult run_as(SessionId session, std::optional<Caller> caller, Op op) {
         Command c;
         c.client_id = session;
         c.seq = ++seqs[session];
         c.time_ms = time_ms;
+        c.caller = std::move(caller);
         c.op = std::move(op);
         return apply(c);
     }

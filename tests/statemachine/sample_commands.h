@@ -85,6 +85,16 @@ inline std::vector<Command> sample_commands() {
     Multi deleteall;
     deleteall.ops = {Delete{"/c/x", -1}, Delete{"/c", -1}};
     out.push_back(session_command(deleteall));
+    // ZooKeeper ACLs (format version 3): a create with an ACL and a caller, and a setACL.
+    Create guarded{"/g", "x", NodeKind::kPersistent, 0,
+                   Acl{AclEntry{kPermAll, AclId{"digest", "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E="}},
+                       AclEntry{kPermRead, AclId{"ip", "10.0.0.0/8"}}}};
+    Command as_alice = session_command(guarded);
+    as_alice.caller =
+        Caller{AclId{"ip", "10.0.0.5"}, AclId{"digest", "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E="}};
+    out.push_back(as_alice);
+    as_alice.op = SetAcl{"/g", Acl{AclEntry{kPermRead, AclId{"world", "anyone"}}}, 0};
+    out.push_back(as_alice);
     return out;
 }
 

@@ -6,6 +6,10 @@ answers: create (persistent, ephemeral, sequential, with parents), get and set w
 exists, children, delete with a version, the errors NoNode / NodeExists / BadVersion / NotEmpty,
 a one-shot data watch and a children watch, and an ephemeral node going away with its session.
 
+ACLs across nodes: a digest ACL set by one client on one node refuses another client on another
+node (NoAuth on read, write and create under it), setACL with the ACL version widens it to READ,
+and getACL without ADMIN shows the digest ids as `user:x`, as ZooKeeper does.
+
 The four-letter words `ruok` and `srvr` on every node (one leader, two followers).
 
 Then kazoo's Lock recipe: processes connected to different nodes increment one counter node
@@ -23,7 +27,9 @@ import threading
 import time
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import (BadVersionError, InvalidACLError, NoAuthError, NodeExistsError,
+                              NoNodeError, NotEmptyError)
+from kazoo.security import ACL, Id, make_digest_acl, make_digest_acl_credential, Permissions
 
 
 def connect(hosts):
@@ -112,6 +118,52 @@ def check_api(hosts):
     other.close()
 
 
+def expect(error, action, what):
+    try:
+        action()
+    except error:
+        return
+    raise AssertionError(f"{what} was not refused with {error.__name__}")
+
+
+def check_acls(hosts):
+    alice = KazooClient(hosts=hosts[0], timeout=10, auth_data=[("digest", "alice:secret")])
+    alice.start(timeout=15)
+    bob = KazooClient(hosts=hosts[-1], timeout=10, auth_data=[("digest", "bob:pw")])
+    bob.start(timeout=15)
+    alice_all = make_digest_acl("alice", "secret", all=True)
+    alice.create("/secure", b"s", acl=[alice_all])
+    bob.sync("/secure")
+    expect(NoAuthError, lambda: bob.get("/secure"), "bob's read of alice's node")
+    expect(NoAuthError, lambda: bob.set("/secure", b"x"), "bob's write of alice's node")
+    expect(NoAuthError, lambda: bob.create("/secure/child", b""), "bob's create under it")
+    expect(NoAuthError, lambda: bob.get_acls("/secure"), "bob's getACL without READ or ADMIN")
+    expect(InvalidACLError, lambda: bob.create("/bad-acl", b"", acl=[ACL(Permissions.READ, Id("world", "someone"))]),
+           "an ACL naming world:someone")
+    assert bob.exists("/secure") is not None  # exists is not checked, as in ZooKeeper
+    acls, stat = alice.get_acls("/secure")
+    assert [a.id.id for a in acls] == [make_digest_acl_credential("alice", "secret")], acls
+    assert stat.aversion == 0, stat
+    expect(BadVersionError,
+           lambda: alice.set_acls("/secure", [alice_all], version=3), "a setACL at a stale aversion")
+    bob_reads = make_digest_acl("bob", "pw", read=True)
+    stat = alice.set_acls("/secure", [alice_all, bob_reads], version=0)
+    assert stat.aversion == 1, stat
+    bob.sync("/secure")
+    assert bob.get("/secure")[0] == b"s"
+    expect(NoAuthError, lambda: bob.set("/secure", b"x"), "bob's write with READ only")
+    acls, _ = bob.get_acls("/secure")
+    assert sorted(a.id.id for a in acls) == ["alice:x", "bob:x"], acls  # no ADMIN: redacted
+    assert acls[0].perms == Permissions.ALL, acls
+    nobody = connect(hosts[min(1, len(hosts) - 1)])
+    expect(NoAuthError, lambda: nobody.get("/secure"), "an unauthenticated read")
+    nobody.stop()
+    alice.delete("/secure")
+    for zk in (alice, bob):
+        zk.stop()
+        zk.close()
+
+
 def four_letter_word(host, word):
     name, port = host.rsplit(":", 1)
     with socket.create_connection((name, int(port)), timeout=5) as s:
@@ -165,6 +217,8 @@ def main():
 
     check_api(",".join(args.hosts))
     print("kazoo API: ok")
+    check_acls(args.hosts)
+    print("kazoo ACLs: ok")
     if len(args.hosts) == 3:
         check_four_letter_words(args.hosts)
         print("four-letter words: ok")
