@@ -24,6 +24,11 @@
 // Replica pushes an event when it applies the change, before it serves a read that sees it, so a
 // client sees the event before the data that caused it.
 //
+// Auth and ACLs (docs/zookeeper-mode.md, "ACLs"; decision 0015): `addauth` adds ids to the
+// connection (server/zk_auth.h), and every native request carries them as its Caller; the state
+// machine checks writes against the nodes' ACLs when they apply, the Replica checks reads where it
+// serves them. An `auth` ACL is expanded here, into the connection's digest ids.
+//
 // Failures ZooKeeper clients handle by reconnecting (no leader, a write whose outcome is unknown,
 // the node shutting down) close the connection, as a ZooKeeper server that loses its leader
 // does; the client then reconnects to another node and carries on with its session.
