@@ -20,23 +20,23 @@ constexpr uint32_t kListLimitMax = 100000;
 // The permission a read needs under a ZooKeeper caller (ZooKeeper's FinalRequestProcessor): READ
 // to read a node's data or children, READ or ADMIN for its ACL; 0 for reads ACLs do not guard
 // (exists, as in ZooKeeper; lock and session listings, which only the native port sends).
-uint8_t read_permission(const proto::Request& request, std::string* path) {
+struct ReadPermission {
+    uint8_t perms = 0;
+    std::string_view path;
+};
+ReadPermission read_permission(const proto::Request& request) {
     using B = proto::Request::BodyCase;
     switch (request.body_case()) {
         case B::kGet:
-            *path = request.get().path();
-            return sm::kPermRead;
+            return {sm::kPermRead, request.get().path()};
         case B::kChildren:
-            *path = request.children().path();
-            return sm::kPermRead;
+            return {sm::kPermRead, request.children().path()};
         case B::kCountDescendants:
-            *path = request.count_descendants().path();
-            return sm::kPermRead;
+            return {sm::kPermRead, request.count_descendants().path()};
         case B::kGetAcl:
-            *path = request.get_acl().path();
-            return sm::kPermRead | sm::kPermAdmin;
+            return {sm::kPermRead | sm::kPermAdmin, request.get_acl().path()};
         default:
-            return 0;
+            return {};
     }
 }
 
@@ -61,20 +61,20 @@ bool Replica::serves_local_reads() const {
 void Replica::serve_read(const ClientRef& client, const proto::Request& request) {
     proto::Response response;
     response.set_code(proto::OK);
+    // Only reads an ACL guards look at the caller (not exists, sync or a ping's keepalive).
     std::optional<sm::Caller> caller;
-    if (request.has_caller()) {
+    if (const ReadPermission needed = read_permission(request);
+        needed.perms != 0 && request.has_caller()) {
         caller = to_caller(request.caller());
-        std::string path;
         if (!sm::valid_caller(*caller)) {
             response.set_code(proto::BAD_ARGUMENTS);
-            response.set_message("invalid caller ids");
-        } else if (const uint8_t perms = read_permission(request, &path);
-                   perms != 0 && !sm_.permits(path, perms, *caller)) {
+        } else if (!sm_.permits(needed.path, needed.perms, *caller)) {
             // Refused before any watch is set, as ZooKeeper checks before it registers one.
             response.set_code(proto::NO_AUTH);
         }
         if (response.code() != proto::OK) {
-            response.set_message(describe(response.code()));
+            response.set_message(response.code() == proto::NO_AUTH ? describe(proto::NO_AUTH)
+                                                                   : "invalid caller ids");
             respond(client, response);
             return;
         }

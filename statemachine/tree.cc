@@ -118,7 +118,9 @@ ErrorCode StateMachine::do_delete(std::string_view path, int32_t version, TreeCt
     if (it == nodes_.end() || path == "/") {
         return path == "/" ? ErrorCode::kBadArguments : ErrorCode::kNoNode;
     }
-    if (!permitted(nodes_.at(std::string(parent_of(path))), kPermDelete, ctx)) {
+    auto parent = nodes_.find(parent_of(path));
+    RL_ASSERT(parent != nodes_.end());  // a node's parent exists
+    if (!permitted(parent->second, kPermDelete, ctx)) {
         return ErrorCode::kNoAuth;
     }
     if (version != -1 && version != it->second.stat.version) {
