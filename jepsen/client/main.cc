@@ -49,8 +49,9 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1000, 600000))
         ->capture_default_str();
     app.add_option("--leader-routing", options.leader_routing,
-                   "which clients keep their connection on the leader: on, off or mixed")
-        ->check(CLI::IsMember({"on", "off", "mixed"}))
+                   "which clients keep their connection on the leader: on, off or mixed; or "
+                   "pinned: worker i uses only endpoint i mod N")
+        ->check(CLI::IsMember({"on", "off", "mixed", "pinned"}))
         ->capture_default_str();
     app.add_flag("--unfenced", options.unfenced,
                  "negative control: write without a fence and ignore safe-until");

@@ -50,9 +50,16 @@ int64_t to_ns(rc::SteadyTime t) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-rc::ClientOptions client_options(const WorkloadOptions& options, uint64_t seed) {
+// `worker` is the worker the client belongs to (none for the harness's own set-up client): with
+// leader routing "pinned" it is the one endpoint the client may use.
+rc::ClientOptions client_options(const WorkloadOptions& options,
+                                 uint64_t seed,
+                                 std::optional<uint32_t> worker) {
     rc::ClientOptions o;
     o.endpoints = options.endpoints;
+    if (options.leader_routing == "pinned" && worker) {
+        o.endpoints = {options.endpoints[*worker % options.endpoints.size()]};
+    }
     o.connect_timeout = 500ms;
     o.request_timeout = std::chrono::milliseconds(options.request_timeout_ms);
     o.seed = seed;
@@ -217,7 +224,7 @@ public:
             if (client_ && client_->session_id()) {
                 return true;
             }
-            client_ = std::make_unique<rc::Client>(client_options(options_, rng_()));
+            client_ = std::make_unique<rc::Client>(client_options(options_, rng_(), worker_));
             auto opened =
                 client_->open_session(std::chrono::milliseconds(options_.session_timeout_ms));
             if (opened.ok()) {
@@ -579,7 +586,7 @@ void sessions_read(Worker& w) {
 void sessions_cycle(Worker& w, uint64_t generation) {
     const std::string key = std::string(kEphemeralParent) + "/w" + std::to_string(w.worker_) + "-" +
                             std::to_string(generation);
-    auto owner = std::make_unique<rc::Client>(client_options(w.options_, w.rng_()));
+    auto owner = std::make_unique<rc::Client>(client_options(w.options_, w.rng_(), w.worker_));
     SafeUntilTracker lease;
     w.invoke("open", key, nullptr);
     auto opened = owner->open_session(std::chrono::milliseconds(w.options_.session_timeout_ms));
@@ -682,7 +689,7 @@ void run_watch_writer(Worker& w) {
 
 // Holds a persistent watch on every key until the run ends, plus a moment for the last events.
 void run_watcher(Worker& w) {
-    auto client = std::make_unique<rc::Client>(client_options(w.options_, w.rng_()));
+    auto client = std::make_unique<rc::Client>(client_options(w.options_, w.rng_(), w.worker_));
     rc::Client* raw = client.get();
     const uint32_t watcher = w.worker_;
     for (uint32_t k = 0; k < w.options_.keys && w.running(); ++k) {
@@ -705,7 +712,7 @@ void run_watcher(Worker& w) {
 }  // namespace
 
 bool prepare_workload(const WorkloadOptions& options, std::string& error) {
-    rc::Client client(client_options(options, options.seed));
+    rc::Client client(client_options(options, options.seed, std::nullopt));
     auto opened = client.open_session(10s);
     if (!opened.ok()) {
         error = rc::to_string(opened.error());

@@ -45,7 +45,9 @@ struct WorkloadOptions {
     bool unfenced = false;
     // Which clients keep their connection on the leader (ClientOptions::prefer_leader): "on",
     // "off", or "mixed" (about half, by each client's seed), so that both the direct path and
-    // the follower's forwarding path carry operations in every run.
+    // the follower's forwarding path carry operations in every run; or "pinned": worker i talks
+    // only to endpoint i mod N and never fails over, so every node keeps its clients through
+    // every fault (what the stale-read negative control needs: a cut-off follower with readers).
     std::string leader_routing = "mixed";
 };
 
