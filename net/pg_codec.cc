@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/assert.h"
+#include "base/digest.h"
 #include "net/big_endian.h"
 
 namespace raftlock::net {
@@ -814,6 +815,18 @@ void encode_authentication_md5_password(std::array<uint8_t, 4> salt, std::string
         out.push_back(static_cast<char>(byte));
     }
     end_message(at, out);
+}
+
+std::string pg_md5_password(std::string_view password,
+                            std::string_view user,
+                            std::array<uint8_t, 4> salt) {
+    std::string inner(password);
+    inner.append(user);
+    std::string outer = base::hex(base::md5(inner));
+    outer.append(reinterpret_cast<const char*>(salt.data()), salt.size());
+    std::string out = "md5" + base::hex(base::md5(outer));
+    RL_ASSERT(out.size() == 35);
+    return out;
 }
 
 void encode_parameter_status(std::string_view name, std::string_view value, std::string& out) {

@@ -385,6 +385,13 @@ PgField pg_field(std::string name, uint32_t type_oid, PgFormat format = PgFormat
 void encode_authentication_ok(std::string& out);
 void encode_authentication_cleartext_password(std::string& out);
 void encode_authentication_md5_password(std::array<uint8_t, 4> salt, std::string& out);
+// What a PostgreSQL client sends in its PasswordMessage after AuthenticationMD5Password(salt):
+// "md5" + hex(md5(hex(md5(password + user)) + the 4 salt bytes)), 35 characters. The server
+// computes the same from the password it knows and compares. The inner hash is what PostgreSQL
+// stores in pg_authid. MD5 is broken as a cryptographic hash; clients still speak this exchange.
+std::string pg_md5_password(std::string_view password,
+                            std::string_view user,
+                            std::array<uint8_t, 4> salt);
 void encode_parameter_status(std::string_view name, std::string_view value, std::string& out);
 void encode_backend_key_data(int32_t process_id, uint32_t secret_key, std::string& out);
 void encode_ready_for_query(PgTransactionStatus status, std::string& out);

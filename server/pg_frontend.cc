@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/assert.h"
-#include "net/md5.h"
+#include "base/digest.h"
 #include "statemachine/sql/parser.h"
 
 namespace raftlock::server {
@@ -53,7 +53,7 @@ bool equal_constant_time(std::string_view a, std::string_view b) {
     return diff == 0;
 }
 
-uint32_t first_u32(const net::Md5Digest& d) {
+uint32_t first_u32(const base::Md5Digest& d) {
     return (uint32_t{d[0]} << 24) | (uint32_t{d[1]} << 16) | (uint32_t{d[2]} << 8) | d[3];
 }
 
@@ -160,7 +160,7 @@ void PgFrontend::on_session_opened(uint64_t id, uint64_t session) {
     // the client shows freely.
     const std::string seed =
         fmt::format("cancel {} {} {} {}", options_.secret_seed, options_.node_id, id, session);
-    c.secret_key = first_u32(net::md5(seed));
+    c.secret_key = first_u32(base::md5(seed));
     if (c.secret_key == static_cast<uint32_t>(c.process_id)) {
         c.secret_key ^= 1;
     }
@@ -410,7 +410,7 @@ void PgFrontend::startup(uint64_t id, Conn& c, const net::PgStartup& m) {
     // process (node, connection, a counter), so no two authentications share one.
     const std::string seed = fmt::format("salt {} {} {} {}", options_.secret_seed, options_.node_id,
                                          id, salts_issued_++);
-    const uint32_t salt = first_u32(net::md5(seed));
+    const uint32_t salt = first_u32(base::md5(seed));
     c.salt = {static_cast<uint8_t>(salt >> 24), static_cast<uint8_t>(salt >> 16),
               static_cast<uint8_t>(salt >> 8), static_cast<uint8_t>(salt)};
     net::encode_authentication_md5_password(c.salt, c.out);

@@ -4,8 +4,8 @@
 
 #include "base/assert.h"
 #include "base/base64.h"
+#include "base/digest.h"
 #include "statemachine/acl.h"
-#include "statemachine/redis/sha1.h"
 
 namespace raftlock::server {
 
@@ -22,7 +22,7 @@ std::optional<std::string> zk_digest_id(std::string_view user_password) {
     if (colon == std::string_view::npos) {
         return std::nullopt;
     }
-    const sm::redis::Sha1Digest digest = sm::redis::sha1(user_password);
+    const base::Sha1Digest digest = base::sha1(user_password);
     const std::string_view raw(reinterpret_cast<const char*>(digest.data()), digest.size());
     return std::string(user_password.substr(0, colon)) + ":" + base64_encode(raw);
 }

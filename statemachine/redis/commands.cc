@@ -12,10 +12,10 @@
 #include <fmt/format.h>
 
 #include "base/assert.h"
+#include "base/digest.h"
 #include "statemachine/redis/glob.h"
 #include "statemachine/redis/keyspace.h"
 #include "statemachine/redis/lua_script.h"
-#include "statemachine/redis/sha1.h"
 
 namespace raftlock::statemachine::redis {
 
@@ -878,7 +878,7 @@ Value Commands::script(Keyspace& ks, const Argv& a, TimeMs, std::string_view, in
     if (!problem.empty()) {
         return Value::error(std::move(problem));
     }
-    std::string sha = sha1_hex(a[2]);
+    std::string sha = base::hex(base::sha1(a[2]));
     if (!ks.scripts_.contains(sha)) {
         if (ks.scripts_.size() >= kScriptsMax) {
             return Value::error(fmt::format(
@@ -910,7 +910,7 @@ Value Commands::eval(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
         body = it->second;
     } else {
         body = a[1];
-        std::string sha = sha1_hex(body);
+        std::string sha = base::hex(base::sha1(body));
         if (!ks.scripts_.contains(sha) && ks.scripts_.size() < kScriptsMax) {
             std::string problem = check_script(body);
             if (!problem.empty()) {

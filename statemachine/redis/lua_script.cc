@@ -13,7 +13,7 @@
 #include <lua.hpp>
 #include <sys/mman.h>
 
-#include "statemachine/redis/sha1.h"
+#include "base/digest.h"
 
 // Lua 5.1 (Debian's, compiled as C) reports errors with longjmp. A longjmp that skips a C++ frame
 // holding an object with a destructor leaks it at best, so every function here that calls a Lua
@@ -608,8 +608,8 @@ int redis_sha1hex(lua_State* L) {
     // Like Redis: a number is hashed as Lua writes it, any other non-string as "".
     size_t size = 0;
     const char* text = lua_tolstring(L, 1, &size);
-    const std::array<char, 40> hex =
-        sha1_hex_chars(text != nullptr ? std::string_view(text, size) : std::string_view());
+    const std::array<char, 40> hex = base::hex_chars(
+        base::sha1(text != nullptr ? std::string_view(text, size) : std::string_view()));
     lua_pushlstring(L, hex.data(), hex.size());
     return 1;
 }
@@ -1264,7 +1264,7 @@ Value outcome(RunContext& ctx, int status, std::string_view body) {
     if (ctx.error.raised) {
         std::string text = ctx.error.text;
         if (ctx.error.located) {
-            text += " script: " + sha1_hex(body) + ", on " + ctx.error.source + ":" +
+            text += " script: " + base::hex(base::sha1(body)) + ", on " + ctx.error.source + ":" +
                     std::to_string(ctx.error.line) + ".";
         }
         return Value::error(single_line(trim_newlines(text)));

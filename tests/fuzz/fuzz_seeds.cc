@@ -13,7 +13,6 @@
 
 #include <fmt/format.h>
 
-#include "net/md5.h"
 #include "net/message_frame.h"
 #include "net/pg_codec.h"
 #include "net/raft_codec.h"

@@ -897,5 +897,18 @@ TEST_CASE("binary timestamptz out of range or infinite is refused", "[pg][codec]
     }
 }
 
+TEST_CASE("the PostgreSQL md5 password is md5 of the salted md5 of password and user",
+          "[pg][md5]") {
+    // md5("postgrespostgres") is what pg_authid holds for user postgres with password postgres;
+    // the expected answers were computed with Python's hashlib.
+    CHECK(pg_md5_password("postgres", "postgres", {0xde, 0xad, 0xbe, 0xef}) ==
+          "md58ee245854025535aedb7b15709315318");
+    CHECK(pg_md5_password("secret", "alice", {1, 2, 3, 4}) ==
+          "md598a0412b9c31436fc53776e863350083");
+    // The salt matters: the same password gives another answer for another salt.
+    CHECK(pg_md5_password("secret", "alice", {1, 2, 3, 5}) !=
+          pg_md5_password("secret", "alice", {1, 2, 3, 4}));
+}
+
 }  // namespace
 }  // namespace raftlock::net

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "statemachine/redis/sha1.h"
+#include "base/digest.h"
 
 // Failures print replies in a RESP-like form: +OK, -ERR ..., :1, $"bulk", _, [...].
 namespace Catch {
@@ -164,7 +164,8 @@ Value eval_with_reply(std::string_view body, const Value& reply) {
 
 // The suffix Redis 7 appends to an error raised inside a script.
 std::string at_line(std::string_view body, int line) {
-    return " script: " + sha1_hex(body) + ", on @user_script:" + std::to_string(line) + ".";
+    return " script: " + base::hex(base::sha1(body)) + ", on @user_script:" + std::to_string(line) +
+           ".";
 }
 
 bool starts_with(const Value& value, std::string_view prefix) {

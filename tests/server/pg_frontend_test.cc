@@ -16,7 +16,6 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "net/md5.h"
 #include "tests/net/net_test_util.h"
 
 namespace raftlock::server {
