@@ -47,6 +47,7 @@
 #include "client/client.h"
 #include "client/duration.h"
 #include "client/endpoints.h"
+#include "net/tls.h"
 
 extern char** environ;
 
@@ -76,7 +77,9 @@ constexpr const char* kExitCodesHelp =
     "3 cluster unreachable; 4 lock lost while `lock` ran its command; otherwise (lock) the "
     "command's exit code, or 128+signal.\n"
     "Endpoints: --endpoints, else $RAFTLOCK_ENDPOINTS, else "
-    "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103. Durations: 500ms, 30s, 5m, 1h.";
+    "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103. TLS: --cacert (else $RAFTLOCK_CACERT), with "
+    "--cert and --key for a client certificate ($RAFTLOCK_CERT, $RAFTLOCK_KEY). Durations: 500ms, "
+    "30s, 5m, 1h.";
 
 // A bad flag value found after CLI11 parsed the command line; main() turns it into exit code 2.
 struct UsageError {
@@ -85,6 +88,9 @@ struct UsageError {
 
 struct Globals {
     std::string endpoints;
+    std::string cacert;  // TLS when given (or $RAFTLOCK_CACERT)
+    std::string cert;
+    std::string key;
     std::string output = "text";
     std::string timeout = "10s";
 };
@@ -94,11 +100,13 @@ struct Context {
     std::vector<Endpoint> endpoints;
     milliseconds timeout{10000};
     bool json = false;
+    std::shared_ptr<const net::TlsContext> tls;
 
     ClientOptions client_options() const {
         ClientOptions options;
         options.endpoints = endpoints;
         options.request_timeout = timeout;
+        options.tls = tls;
         return options;
     }
 };
@@ -109,6 +117,34 @@ milliseconds duration_arg(const std::string& flag, const std::string& text) {
         throw UsageError{fmt::format("{}: {}", flag, parsed.error())};
     }
     return parsed.value();
+}
+
+// A flag, else its environment variable.
+std::string flag_or_env(const std::string& flag, const char* variable) {
+    if (!flag.empty()) {
+        return flag;
+    }
+    const char* env = std::getenv(variable);
+    return env != nullptr ? env : "";
+}
+
+// TLS when a CA file is named (a client certificate alone makes no sense without one).
+std::shared_ptr<const net::TlsContext> tls_context(const Globals& globals) {
+    const std::string cacert = flag_or_env(globals.cacert, "RAFTLOCK_CACERT");
+    const std::string cert = flag_or_env(globals.cert, "RAFTLOCK_CERT");
+    const std::string key = flag_or_env(globals.key, "RAFTLOCK_KEY");
+    if (cacert.empty()) {
+        if (!cert.empty() || !key.empty()) {
+            throw UsageError{"--cert and --key need --cacert (the CA of the cluster's nodes)"};
+        }
+        return nullptr;
+    }
+    auto made = net::TlsContext::make(
+        {.role = net::TlsRole::kClient, .cert_file = cert, .key_file = key, .ca_file = cacert});
+    if (!made.ok()) {
+        throw UsageError{"TLS: " + made.error()};
+    }
+    return std::move(made).value();
 }
 
 Context make_context(const Globals& globals) {
@@ -128,6 +164,7 @@ Context make_context(const Globals& globals) {
         throw UsageError{"--timeout must be more than 0"};
     }
     ctx.json = globals.output == "json";
+    ctx.tls = tls_context(globals);
     return ctx;
 }
 
@@ -1219,6 +1256,10 @@ int run_main(int argc, char** argv) {
     Globals globals;
     app.add_option("--endpoints", globals.endpoints,
                    "host:port,... of the cluster's client ports (default: $RAFTLOCK_ENDPOINTS)");
+    app.add_option("--cacert", globals.cacert,
+                   "PEM CA file: connect with TLS and check the nodes' certificates against it");
+    app.add_option("--cert", globals.cert, "PEM client certificate (mutual TLS), with --key");
+    app.add_option("--key", globals.key, "PEM key of --cert");
     app.add_option("--output", globals.output, "text or json")
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();

@@ -197,6 +197,21 @@ ListenerOptions client_port_options(const ServerConfig& config,
     return options;
 }
 
+// A client port on a loopback address is reachable from this machine only: plain TCP there is
+// the same trust as the machine's, not the network's.
+bool is_loopback(const std::string& host) {
+    boost::system::error_code ec;
+    const asio::ip::address address = asio::ip::make_address(host, ec);
+    return host == "localhost" || (!ec && address.is_loopback());
+}
+
+void add_tls_failure_counter(Metrics& metrics, const net::ClientListener& client) {
+    metrics.add_counter("raftlock_tls_failures_total",
+                        "Client connections closed because their TLS handshake or a record "
+                        "failed (a certificate refused, plain text on a TLS port).",
+                        [&client] { return static_cast<double>(client.stats().tls_failures); });
+}
+
 void add_output_buffer_counter(Metrics& metrics,
                                const net::ClientListener& client,
                                const net::RespListener* redis,
@@ -300,6 +315,26 @@ int run(const ServerConfig& config) {
     auto client_options =
         client_port_options<net::ClientListenerOptions>(config, config.client_listen, budget);
     client_options.frame_bytes_max = config.client_frame_bytes_max;
+    if (!config.tls_cert_file.empty()) {
+        auto tls =
+            net::TlsContext::make({.role = net::TlsRole::kServer,
+                                   .cert_file = config.tls_cert_file,
+                                   .key_file = config.tls_key_file,
+                                   .ca_file = config.tls_ca_file,
+                                   .require_client_certificate = config.tls_client_cert_required});
+        if (!tls.ok()) {
+            spdlog::critical("TLS: {}", tls.error());
+            return 1;
+        }
+        client_options.tls = std::move(tls).value();
+        spdlog::info("the client port speaks TLS (certificate {}{})", config.tls_cert_file,
+                     config.tls_client_cert_required ? ", client certificates required" : "");
+    } else if (!is_loopback(config.client_listen.host)) {
+        spdlog::warn(
+            "the client port listens on {} without TLS: anyone who reaches it can act "
+            "as any client (--tls-cert-file)",
+            config.client_listen.host);
+    }
     net::ClientListener listener(io, client_options, replica);
     client_sink.listener = &listener;
 
@@ -392,6 +427,7 @@ int run(const ServerConfig& config) {
                      config.zk_listen.host, zk_listener->port());
     }
 
+    add_tls_failure_counter(metrics, listener);
     add_output_buffer_counter(metrics, listener, redis_listener.get(), pg_listener.get(),
                               zk_listener.get());
     metrics.add_counter("raftlock_client_connections_refused_total",

@@ -29,6 +29,7 @@
 #include "client/error.h"
 #include "client/safe_until.h"
 #include "client/types.h"
+#include "net/tls.h"
 
 namespace raftlock::client {
 
@@ -50,6 +51,10 @@ struct ClientOptions {
     // (client/leader_routing.h): a write then skips the follower's forwarding hop. Off: the
     // client stays on the endpoint it reached, as a ZooKeeper or etcd client does.
     bool prefer_leader = true;
+    // Non-null: every connection speaks TLS with this client context (net::TlsContext::make with
+    // TlsRole::kClient), and each endpoint's host must be a name or address in its node's
+    // certificate.
+    std::shared_ptr<const net::TlsContext> tls;
 };
 
 class Client {

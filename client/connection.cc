@@ -59,16 +59,14 @@ public:
         }
         std::string frame;
         net::append_frame(frame, request.SerializeAsString());
-        queued_bytes_ += frame.size();
-        if (queued_bytes_ > options_.send_queue_bytes_max) {
-            fail(fmt::format("send queue to {} exceeded {} bytes", to_string(endpoint_),
-                             options_.send_queue_bytes_max));
-            return;
+        if (tls_ != nullptr) {
+            if (auto w = tls_->write(frame); !w.ok()) {
+                fail(fmt::format("TLS with {}: {}", to_string(endpoint_), w.error()));
+                return;
+            }
+            frame = tls_->take_output();
         }
-        write_queue_.push_back(std::move(frame));
-        if (write_queue_.size() == 1) {
-            write_next();
-        }
+        send_bytes(std::move(frame));
     }
 
     void close() override {
@@ -82,6 +80,23 @@ public:
     const Endpoint& endpoint() const override { return endpoint_; }
 
 private:
+    // Bytes as they go on the wire (ciphertext on a TLS connection).
+    void send_bytes(std::string frame) {
+        if (frame.empty()) {
+            return;
+        }
+        queued_bytes_ += frame.size();
+        if (queued_bytes_ > options_.send_queue_bytes_max) {
+            fail(fmt::format("send queue to {} exceeded {} bytes", to_string(endpoint_),
+                             options_.send_queue_bytes_max));
+            return;
+        }
+        write_queue_.push_back(std::move(frame));
+        if (write_queue_.size() == 1) {
+            write_next();
+        }
+    }
+
     void on_resolved(const error_code& ec, tcp::resolver::results_type results) {
         if (closed_) {
             return;
@@ -105,11 +120,25 @@ private:
             fail(fmt::format("connect to {}: {}", to_string(endpoint_), ec.message()));
             return;
         }
-        connected_ = true;
-        connect_timer_.cancel();
         error_code ignored;
         socket_.set_option(tcp::no_delay(true), ignored);
+        if (options_.tls != nullptr) {
+            // Connected once the handshake is done: the connect timer keeps running until then.
+            tls_ = std::make_unique<net::TlsSession>(options_.tls, endpoint_.host);
+            tls_->start();
+            send_bytes(tls_->take_output());
+            if (!closed_) {
+                read_next();
+            }
+            return;
+        }
+        connected();
         read_next();
+    }
+
+    void connected() {
+        connected_ = true;
+        connect_timer_.cancel();
         handlers_.on_connected();
     }
 
@@ -130,7 +159,31 @@ private:
                      : fmt::format("read from {}: {}", to_string(endpoint_), ec.message()));
             return;
         }
-        decoder_.feed(std::string_view(read_buffer_.data(), bytes));
+        std::string_view received(read_buffer_.data(), bytes);
+        std::string plaintext;
+        if (tls_ != nullptr) {
+            const auto fed = tls_->feed(received, plaintext);
+            send_bytes(tls_->take_output());  // handshake messages, or the alert of a failure
+            if (!fed.ok()) {
+                fail(fmt::format("TLS with {}: {}", to_string(endpoint_), fed.error()));
+                return;
+            }
+            if (closed_) {
+                return;
+            }
+            received = plaintext;
+            if (!connected_ && tls_->handshake_done()) {
+                connected();
+                if (closed_) {
+                    return;  // the handler closed us
+                }
+            }
+            if (tls_->peer_closed()) {
+                fail(fmt::format("{} closed the connection", to_string(endpoint_)));
+                return;
+            }
+        }
+        decoder_.feed(received);
         if (!drain_frames()) {
             return;
         }
@@ -213,6 +266,7 @@ private:
     tcp::socket socket_;
     asio::steady_timer connect_timer_;
     net::FrameDecoder decoder_;
+    std::unique_ptr<net::TlsSession> tls_;  // with options_.tls, once the TCP connect succeeded
     std::array<char, 64 * 1024> read_buffer_{};
     std::deque<std::string> write_queue_;
     size_t queued_bytes_ = 0;

@@ -1,7 +1,8 @@
 #pragma once
 
-// One TCP connection from the client to a raftlockd client port: connect with a deadline, send
-// Request frames, receive ServerMessage frames (net/frame.h). Internal to the library.
+// One TCP connection from the client to a raftlockd client port, over TLS when the options say so:
+// connect (and handshake) with a deadline, send Request frames, receive ServerMessage frames
+// (net/frame.h). Internal to the library.
 //
 // Threads: created, used and reporting on the io_context's one thread. Handlers are never called
 // after close(), and on_closed is called at most once (for a failure the owner did not ask for).
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "client/endpoints.h"
+#include "net/tls.h"
 
 namespace boost::asio {
 class io_context;
@@ -29,6 +31,9 @@ struct ConnectionOptions {
     std::chrono::milliseconds connect_timeout{1000};
     uint32_t frame_bytes_max = 4u << 20;
     size_t send_queue_bytes_max = 64u << 20;
+    // Non-null: TLS, the endpoint's host checked against the server's certificate. The connect
+    // timeout covers the handshake.
+    std::shared_ptr<const net::TlsContext> tls;
 };
 
 struct ConnectionHandlers {

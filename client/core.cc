@@ -193,6 +193,7 @@ void Core::Impl::connect_next() {
     ConnectionOptions connection_options;
     connection_options.connect_timeout = options_.connect_timeout;
     connection_options.frame_bytes_max = options_.frame_bytes_max;
+    connection_options.tls = options_.tls;
     conn_ = start_connection(io_, endpoint, connection_options, std::move(handlers));
 }
 
@@ -457,6 +458,7 @@ void Core::Impl::submit_pinned(PendingRequest pending, const Endpoint& endpoint)
     ConnectionOptions connection_options;
     connection_options.connect_timeout = options_.connect_timeout;
     connection_options.frame_bytes_max = options_.frame_bytes_max;
+    connection_options.tls = options_.tls;
     pinned_[id] = start_connection(io_, endpoint, connection_options, std::move(handlers));
 }
 

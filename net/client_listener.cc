@@ -46,6 +46,7 @@ StreamListenerOptions stream_options(const ClientListenerOptions& o) {
     s.connections_max = o.connections_max;
     s.message_deadline_ms = o.message_deadline_ms;
     s.budget = o.budget;
+    s.tls = o.tls;
     return s;
 }
 

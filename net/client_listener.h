@@ -46,7 +46,8 @@ struct ClientListenerOptions {
     size_t connections_max = 10000;
     uint32_t message_deadline_ms = 30000;
     std::shared_ptr<ConnectionBudget>
-        budget;  // shared by a node's client ports (stream_listener.h)
+        budget;                             // shared by a node's client ports (stream_listener.h)
+    std::shared_ptr<const TlsContext> tls;  // non-null: TLS only (stream_listener.h)
 };
 
 class ClientHandler {

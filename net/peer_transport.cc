@@ -21,6 +21,7 @@
 #include "net/frame.h"
 #include "net/log_limiter.h"
 #include "net/message_frame.h"
+#include "net/write_batch.h"
 #include "proto/peer.pb.h"
 
 namespace raftlock::net {
@@ -32,13 +33,8 @@ using std::chrono::milliseconds;
 
 namespace {
 
-constexpr size_t kReadChunkBytes = 64 * 1024;
 // Hello and HelloReply are a few dozen bytes; anything larger is not a raftlock peer.
 constexpr uint32_t kHandshakeFrameBytesMax = 4096;
-// One gathered write takes at most this much of the queue: a long queue goes out in steps, and
-// the memory one write pins stays bounded.
-constexpr size_t kWriteBatchFramesMax = 1024;
-constexpr size_t kWriteBatchBytesMax = 8u << 20;
 
 // Empty when `hello` may open a connection to this node, else the reason in words.
 std::string hello_refusal(const proto::Hello& hello,
@@ -114,12 +110,6 @@ struct Incoming {
     std::chrono::steady_clock::time_point last_frame_at = std::chrono::steady_clock::now();
     bool closed = false;
     std::array<char, kReadChunkBytes> read_buffer;
-};
-
-struct WriteBatch {
-    std::vector<std::string> frames;
-    std::vector<asio::const_buffer> buffers;
-    size_t bytes = 0;
 };
 
 // Owned through a shared_ptr that every pending handler holds, so a handler that runs after stop()

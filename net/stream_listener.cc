@@ -15,6 +15,7 @@
 #include "base/assert.h"
 #include "net/asio_listen.h"
 #include "net/log_limiter.h"
+#include "net/write_batch.h"
 
 namespace raftlock::net {
 
@@ -27,10 +28,7 @@ namespace {
 
 // Every connection reads into one shared buffer (wait for readable, then a non-blocking read), so
 // ten thousand idle clients do not each pin a read buffer. It also bounds the bytes one connection
-// hands to the protocol per turn of the loop.
-constexpr size_t kReadChunkBytes = 64 * 1024;
-constexpr size_t kWriteBatchFramesMax = 1024;
-constexpr size_t kWriteBatchBytesMax = 8u << 20;
+// hands to the protocol per turn of the loop (kReadChunkBytes, write_batch.h).
 
 struct Conn {
     Conn(tcp::socket s, ConnectionId id_)
@@ -49,14 +47,9 @@ struct Conn {
     bool flush_posted = false;
     bool closing = false;  // flushing `out`, then half-closed; input is discarded
     bool closed = false;
-    bool paused = false;   // pause_reading: no read is armed until resumed
-    bool reading = false;  // a wait for readable is pending
-};
-
-struct WriteBatch {
-    std::vector<std::string> frames;
-    std::vector<asio::const_buffer> buffers;
-    size_t bytes = 0;
+    bool paused = false;              // pause_reading: no read is armed until resumed
+    bool reading = false;             // a wait for readable is pending
+    std::unique_ptr<TlsSession> tls;  // on a TLS port: what `out` holds is already ciphertext
 };
 
 // Owned through a shared_ptr held by every pending handler (see peer_transport.cc).
@@ -75,6 +68,7 @@ public:
         RL_ASSERT(options_.message_deadline_ms > 0);
         RL_ASSERT(options_.first_id > 0);
         RL_ASSERT(options_.send_queue_bytes_max > 0);
+        RL_ASSERT(options_.tls == nullptr || options_.tls->role() == TlsRole::kServer);
     }
 
     Result<bool, std::string> start();
@@ -82,6 +76,11 @@ public:
     void send(ConnectionId id, std::string bytes);
     void close(ConnectionId id, bool flush);
     void pause_reading(ConnectionId id, bool paused);
+    void set_tls(std::shared_ptr<const TlsContext> tls) {
+        RL_ASSERT(options_.tls != nullptr && tls != nullptr);
+        RL_ASSERT(tls->role() == TlsRole::kServer);
+        options_.tls = std::move(tls);
+    }
     bool is_open(ConnectionId id) const {
         const auto it = conns_.find(id);
         return !stopped_ && it != conns_.end() && !it->second->closing;
@@ -100,6 +99,9 @@ private:
     void refuse(tcp::socket socket, const std::string& limit);
     void read(const ConnPtr& c);
     void on_readable(const ConnPtr& c);
+    // Decrypts what was read; false when the connection failed and is closing.
+    bool decrypt(const ConnPtr& c, std::string_view ciphertext, std::string& plaintext);
+    void tls_failed(const ConnPtr& c, const std::string& reason);
     void update_deadline(const ConnPtr& c, size_t partial_before, size_t bytes_read);
     void arm_deadline(const ConnPtr& c);
     void cancel_deadline(const ConnPtr& c);
@@ -200,6 +202,10 @@ void ListenerCore::on_accept(tcp::socket socket) {
     const std::string remote = remote_text(socket);
     auto c = std::make_shared<Conn>(std::move(socket), next_id_++);
     c->address = std::move(address);
+    if (options_.tls != nullptr) {
+        c->tls = std::make_unique<TlsSession>(options_.tls);
+        c->tls->start();
+    }
     conns_.emplace(c->id, c);
     ++stats_.accepted;
     protocol_.on_open(c->id, remote);
@@ -213,7 +219,9 @@ void ListenerCore::on_accept(tcp::socket socket) {
 void ListenerCore::refuse(tcp::socket socket, const std::string& limit) {
     ++stats_.refused;
     log_.log("refuse", fmt::format("{}: refusing connections: {}", options_.name, limit));
-    auto bytes = std::make_shared<std::string>(protocol_.refusal(conns_.size()));
+    // A TLS client could not read the protocol's refusal in the clear: it only sees the close.
+    auto bytes = std::make_shared<std::string>(
+        options_.tls != nullptr ? std::string() : protocol_.refusal(conns_.size()));
     auto s = std::make_shared<tcp::socket>(std::move(socket));
     asio::async_write(*s, asio::buffer(*bytes), [s, bytes](error_code, size_t) {
         error_code ignored;
@@ -255,16 +263,55 @@ void ListenerCore::on_readable(const ConnPtr& c) {
         read(c);  // discarded, but reading notices the client closing its end
         return;
     }
+    std::string_view bytes(read_buffer_.data(), n);
+    std::string plaintext;
+    if (c->tls != nullptr) {
+        if (!decrypt(c, bytes, plaintext)) {
+            return;
+        }
+        bytes = plaintext;
+    }
     const size_t partial_before = protocol_.partial_bytes(c->id);
-    protocol_.on_bytes(c->id, std::string_view(read_buffer_.data(), n));
+    if (!bytes.empty()) {
+        protocol_.on_bytes(c->id, bytes);
+    }
     // The protocol may have closed this connection or stopped the listener.
     if (c->closed || stopped_) {
         return;
     }
+    if (c->tls != nullptr && c->tls->peer_closed()) {
+        close_now(c);  // close_notify: the client's end of the stream
+        return;
+    }
     if (!c->closing) {
-        update_deadline(c, partial_before, n);
+        update_deadline(c, partial_before, bytes.size());
     }
     read(c);
+}
+
+bool ListenerCore::decrypt(const ConnPtr& c, std::string_view ciphertext, std::string& plaintext) {
+    RL_ASSERT(c->tls != nullptr && !c->closing);
+    const Result<bool, std::string> fed = c->tls->feed(ciphertext, plaintext);
+    // Handshake messages (and, after a failure, the alert) go out before anything else.
+    if (std::string out = c->tls->take_output(); !out.empty()) {
+        enqueue(c, std::move(out));
+        if (c->closed) {
+            return false;
+        }
+    }
+    if (!fed.ok()) {
+        tls_failed(c, fed.error());
+        return false;
+    }
+    RL_ASSERT(plaintext.size() <= kReadChunkBytes + 16 * 1024);  // one read, one record's slack
+    return true;
+}
+
+void ListenerCore::tls_failed(const ConnPtr& c, const std::string& reason) {
+    ++stats_.tls_failures;
+    log_.log("tls",
+             fmt::format("{}: closed a connection whose TLS failed: {}", options_.name, reason));
+    begin_close(c);  // the alert first, then the close
 }
 
 void ListenerCore::pause_reading(ConnectionId id, bool paused) {
@@ -332,7 +379,20 @@ void ListenerCore::send(ConnectionId id, std::string bytes) {
     if (stopped_ || it == conns_.end() || it->second->closing) {
         return;
     }
-    enqueue(it->second, std::move(bytes));
+    const ConnPtr& c = it->second;
+    if (c->tls == nullptr) {
+        enqueue(c, std::move(bytes));
+        return;
+    }
+    // Encrypted now (or when the handshake completes: then with its last flight).
+    if (const Result<bool, std::string> w = c->tls->write(bytes); !w.ok()) {
+        const ConnPtr failed = c;
+        tls_failed(failed, w.error());
+        return;
+    }
+    if (std::string out = c->tls->take_output(); !out.empty()) {
+        enqueue(c, std::move(out));
+    }
 }
 
 void ListenerCore::close(ConnectionId id, bool flush) {
@@ -434,6 +494,15 @@ void ListenerCore::begin_close(const ConnPtr& c) {
     if (c->closing) {
         return;
     }
+    if (c->tls != nullptr) {
+        c->tls->shutdown();  // close_notify after the last reply
+        if (std::string out = c->tls->take_output(); !out.empty() && !c->closed) {
+            enqueue(c, std::move(out));
+            if (c->closed) {
+                return;
+            }
+        }
+    }
     c->closing = true;
     c->deadline_armed = false;
     const uint64_t generation = ++c->idle_generation;
@@ -512,6 +581,10 @@ void StreamListener::pause_reading(ConnectionId id, bool paused) {
 
 bool StreamListener::is_open(ConnectionId id) const {
     return impl_->core->is_open(id);
+}
+
+void StreamListener::set_tls(std::shared_ptr<const TlsContext> tls) {
+    impl_->core->set_tls(std::move(tls));
 }
 
 void StreamListener::stop() {

@@ -20,6 +20,12 @@
 //   byte does not restart the deadline). A connection that has spoken and holds no partial
 //   message (StreamProtocol::partial_bytes == 0) may stay idle. While the protocol holds the
 //   connection's reading paused, its deadline does not run (the wait is ours, not the client's).
+//   On a TLS port the handshake must complete within the first message's deadline.
+//
+// TLS (options.tls, net/tls.h): every connection speaks TLS from its first byte; the protocol sees
+// only plaintext and never knows. A failed handshake (plain text on the port, a certificate the
+// CA did not sign) closes the connection with TLS's alert and a rate-limited log line naming the
+// reason; stats().tls_failures counts it. set_tls() swaps the context for new connections.
 //
 // Threads: everything on the io_context's thread, protocol calls included. Asio lives in the .cc.
 
@@ -30,6 +36,7 @@
 
 #include "base/result.h"
 #include "net/connection_budget.h"
+#include "net/tls.h"
 
 namespace boost::asio {
 class io_context;
@@ -55,6 +62,8 @@ struct StreamListenerOptions {
     // Shared by a node's client ports: the node-wide and per-address limits (null: none but
     // connections_max). A refused connection gets the protocol's refusal, as at connections_max.
     std::shared_ptr<ConnectionBudget> budget;
+    // Non-null: the port speaks TLS with this server context.
+    std::shared_ptr<const TlsContext> tls;
 };
 
 // The protocol on the connections.
@@ -82,6 +91,7 @@ struct StreamListenerStats {
     uint64_t slow_consumers = 0;   // connections closed for an overfull send queue
     uint64_t idle_timeouts = 0;    // connections closed at their message deadline
     uint64_t refused = 0;          // connections refused at accept (connections_max)
+    uint64_t tls_failures = 0;     // connections closed for a failed TLS handshake or record
 };
 
 class StreamListener {
@@ -106,6 +116,9 @@ public:
     // Stops (or resumes) reading from the connection: backpressure for a protocol whose handler
     // has too much of the connection's work pending.
     void pause_reading(ConnectionId id, bool paused);
+    // The TLS context new connections get (open ones keep theirs): a reloaded certificate. Only on
+    // a port started with TLS.
+    void set_tls(std::shared_ptr<const TlsContext> tls);
     // Closes the listener and every connection at once. No protocol call follows, not even
     // on_close: the server is going away with it.
     void stop();

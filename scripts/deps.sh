@@ -8,8 +8,8 @@ packages=(
     libboost-dev libprotobuf-dev protobuf-compiler librocksdb-dev libfmt-dev catch2
     clang-format nlohmann-json3-dev liblua5.1-0-dev
     libcli11-dev libtomlplusplus-dev libspdlog-dev clang libclang-rt-14-dev
-    # digests and HMAC (base/digest.h); TLS on the listeners to come (issue 18)
-    libssl-dev
+    # digests, HMAC and TLS (base/digest.h, net/tls.h); the TLS test's certificates (openssl)
+    libssl-dev openssl
     # jepsen/run: network namespaces, veth and bridges (iproute2), partitions (nftables)
     iproute2 nftables python3 gnuplot-nox faketime
     # bench/raftlock-bench's ZooKeeper driver (the C client); the peers themselves (etcd-server,

@@ -271,6 +271,22 @@ void add_identity_fields(std::vector<Field>& out) {
                                   "Raft log and snapshots, created if missing", "data/node1"}));
 }
 
+void add_tls_fields(std::vector<Field>& out) {
+    const std::string_view g = "TLS";
+    out.push_back(text_field({"tls-cert-file", "tls_cert_file", "FILE", g,
+                              "PEM certificate chain: the client port speaks only TLS with it"},
+                             &ServerConfig::tls_cert_file));
+    out.push_back(
+        text_field({"tls-key-file", "tls_key_file", "FILE", g, "the certificate's PEM private key"},
+                   &ServerConfig::tls_key_file));
+    out.push_back(text_field({"tls-ca-file", "tls_ca_file", "FILE", g,
+                              "PEM CA certificates client certificates must chain to"},
+                             &ServerConfig::tls_ca_file));
+    out.push_back(two_word_field({"tls-client-auth", "tls_client_auth", "none|require", g,
+                                  "require: a client must present a certificate of the CA"},
+                                 &ServerConfig::tls_client_cert_required, "none", "require"));
+}
+
 void add_timing_fields(std::vector<Field>& out) {
     const std::string_view g = "Timing (milliseconds)";
     out.push_back(integer_field({"tick-ms", "tick_ms", "MS", g, "one Raft tick"},
@@ -347,6 +363,7 @@ const std::vector<Field>& fields() {
     static const std::vector<Field> table = [] {
         std::vector<Field> out;
         add_identity_fields(out);
+        add_tls_fields(out);
         add_timing_fields(out);
         add_limit_fields(out);
         return out;
@@ -579,9 +596,28 @@ std::string check_super_digest(const ServerConfig& c, const Namer& namer) {
         namer.value(field_by_flag("zk-super-digest"), d));
 }
 
+// The files themselves are read when the node starts (a missing or mismatched file stops it
+// there, named); here only what belongs together.
+std::string check_tls(const ServerConfig& c, const Namer& namer) {
+    if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
+        return fmt::format("{} and {} come together", namer.setting(field_by_flag("tls-cert-file")),
+                           namer.setting(field_by_flag("tls-key-file")));
+    }
+    if ((!c.tls_ca_file.empty() || c.tls_client_cert_required) && c.tls_cert_file.empty()) {
+        return fmt::format("{} and {} need {}", namer.setting(field_by_flag("tls-ca-file")),
+                           namer.setting(field_by_flag("tls-client-auth")),
+                           namer.setting(field_by_flag("tls-cert-file")));
+    }
+    if (c.tls_client_cert_required && c.tls_ca_file.empty()) {
+        return fmt::format("{} require needs {}", namer.setting(field_by_flag("tls-client-auth")),
+                           namer.setting(field_by_flag("tls-ca-file")));
+    }
+    return "";
+}
+
 std::string check_config(const ServerConfig& c, const Namer& namer) {
     for (auto check : {check_required_and_ranges, check_member_list, check_listen_addresses,
-                       check_timings, check_super_digest}) {
+                       check_timings, check_super_digest, check_tls}) {
         std::string problem = check(c, namer);
         if (!problem.empty()) {
             return problem;

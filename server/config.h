@@ -71,6 +71,13 @@ struct ServerConfig {
     std::string zk_super_digest;
     std::string data_dir;  // --data-dir (required); created when missing
 
+    // --- TLS (net/tls.h, docs/security.md): the native client port speaks only TLS when a
+    // certificate is given
+    std::string tls_cert_file;  // --tls-cert-file: PEM certificate chain
+    std::string tls_key_file;   // --tls-key-file: its PEM private key
+    std::string tls_ca_file;    // --tls-ca-file: the CA client certificates must chain to
+    bool tls_client_cert_required = false;  // --tls-client-auth require (default none)
+
     // --- timing
     // -------------------------------------------------------------------------------------
     uint32_t tick_ms = 50;                    // --tick-ms, 1..1000

@@ -418,6 +418,12 @@ TEST_CASE("every cross-field rule is checked and named", "[server][config]") {
         {with("--zk-super-digest", "super"),
          "--zk-super-digest super: expected USER:HASH, the digest of `USER:PASSWORD` as zkCli and "
          "ZooKeeper's DigestAuthenticationProvider print it"},
+        {with("--tls-cert-file", "node.crt"), "--tls-cert-file and --tls-key-file come together"},
+        {with("--tls-ca-file", "ca.crt"),
+         "--tls-ca-file and --tls-client-auth need --tls-cert-file"},
+        {with(with(with("--tls-cert-file", "node.crt"), "--tls-key-file", {"node.key"}),
+              "--tls-client-auth", {"require"}),
+         "--tls-client-auth require needs --tls-ca-file"},
         {with("--election-timeout-ms", "1030"),
          "--election-timeout-ms 1030: expected a multiple of --tick-ms (50)"},
         {with("--election-timeout-ms", "200"),
@@ -561,7 +567,7 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
          "unknown key colour in {}: expected one of id, cluster_id, members, "
          "initial_cluster_state, client_listen, "
          "admin_listen, redis_listen, redis_password, pg_listen, pg_password, zk_listen, zk_reads, "
-         "zk_super_digest, data_dir, "
+         "zk_super_digest, data_dir, tls_cert_file, tls_key_file, tls_ca_file, tls_client_auth, "
          "tick_ms, election_timeout_ms, heartbeat_interval_ms, "
          "session_timeout_min_ms, session_timeout_max_ms, request_timeout_ms, "
          "pg_session_timeout_ms, snapshot_every_entries, compaction_lag_entries, "
