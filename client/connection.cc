@@ -125,7 +125,10 @@ private:
         if (options_.tls != nullptr) {
             // Connected once the handshake is done: the connect timer keeps running until then.
             tls_ = std::make_unique<net::TlsSession>(options_.tls, endpoint_.host);
-            tls_->start();
+            if (auto started = tls_->start(); !started.ok()) {
+                fail(fmt::format("TLS with {}: {}", to_string(endpoint_), started.error()));
+                return;
+            }
             send_bytes(tls_->take_output());
             if (!closed_) {
                 read_next();
@@ -178,13 +181,14 @@ private:
                     return;  // the handler closed us
                 }
             }
-            if (tls_->peer_closed()) {
-                fail(fmt::format("{} closed the connection", to_string(endpoint_)));
-                return;
-            }
         }
         decoder_.feed(received);
         if (!drain_frames()) {
+            return;
+        }
+        // close_notify: after the replies that came with it.
+        if (tls_ != nullptr && tls_->peer_closed()) {
+            fail(fmt::format("{} closed the connection", to_string(endpoint_)));
             return;
         }
         read_next();

@@ -204,7 +204,8 @@ void ListenerCore::on_accept(tcp::socket socket) {
     c->address = std::move(address);
     if (options_.tls != nullptr) {
         c->tls = std::make_unique<TlsSession>(options_.tls);
-        c->tls->start();
+        const Result<bool, std::string> started = c->tls->start();
+        RL_ASSERT_MSG(started.ok(), "a TLS server session failed before its first byte");
     }
     conns_.emplace(c->id, c);
     ++stats_.accepted;
@@ -303,7 +304,6 @@ bool ListenerCore::decrypt(const ConnPtr& c, std::string_view ciphertext, std::s
         tls_failed(c, fed.error());
         return false;
     }
-    RL_ASSERT(plaintext.size() <= kReadChunkBytes + 16 * 1024);  // one read, one record's slack
     return true;
 }
 

@@ -128,32 +128,39 @@ TlsSession::TlsSession(std::shared_ptr<const TlsContext> context, std::string_vi
         return;
     }
     X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-    const int host_ok = SSL_set1_host(ssl_, name.c_str());
-    const int sni_ok = SSL_set_tlsext_host_name(ssl_, name.c_str());
-    RL_ASSERT_MSG(host_ok == 1 && sni_ok == 1, "OpenSSL refused a server name");
-    ERR_clear_error();
+    // The name comes from the user (an endpoint's host): refused, it fails the session at start.
+    if (SSL_set1_host(ssl_, name.c_str()) != 1 ||
+        SSL_set_tlsext_host_name(ssl_, name.c_str()) != 1) {
+        failed_ = true;
+        error_ = fmt::format("cannot check the server name {}: {}", name, drain_errors());
+    }
 }
 
 TlsSession::~TlsSession() {
     SSL_free(ssl_);  // and both buffers with it
 }
 
-void TlsSession::start() {
+Result<bool, std::string> TlsSession::start() {
     RL_ASSERT(!started_);
     started_ = true;
+    if (failed_) {
+        return error_;
+    }
     if (context_->role() == TlsRole::kClient) {
         std::string none;
-        // The ClientHello goes to the output buffer; nothing can have failed yet but allocation.
-        const Result<bool, std::string> r = advance(none);
-        RL_ASSERT_MSG(r.ok(), "a TLS client could not start its handshake");
+        // The ClientHello goes to the output buffer.
+        if (Result<bool, std::string> r = advance(none); !r.ok()) {
+            return r;
+        }
         RL_ASSERT(none.empty());
     }
+    return true;
 }
 
 Result<bool, std::string> TlsSession::feed(std::string_view ciphertext, std::string& plaintext) {
     RL_ASSERT(started_);
     if (failed_) {
-        return std::string("the TLS session already failed");
+        return error_;
     }
     RL_ASSERT(ciphertext.size() <= INT_MAX);
     if (!ciphertext.empty()) {
@@ -207,7 +214,7 @@ Result<bool, std::string> TlsSession::advance(std::string& plaintext) {
 Result<bool, std::string> TlsSession::write(std::string_view plaintext) {
     RL_ASSERT(started_);
     if (failed_) {
-        return std::string("the TLS session already failed");
+        return error_;
     }
     if (!handshake_done_) {
         pending_.append(plaintext);
@@ -295,7 +302,8 @@ std::string TlsSession::failure(std::string_view what, int ssl_error) {
         reasons = ssl_error == SSL_ERROR_SYSCALL ? "the peer ended the stream mid-record"
                                                  : fmt::format("OpenSSL error {}", ssl_error);
     }
-    return fmt::format("{}: {}", what, reasons);
+    error_ = fmt::format("{}: {}", what, reasons);
+    return error_;
 }
 
 }  // namespace raftlock::net

@@ -74,8 +74,9 @@ public:
     TlsSession& operator=(const TlsSession&) = delete;
 
     // A client's first flight (the ClientHello) is ready in take_output() after this; a server
-    // starts by feeding what the client sent.
-    void start();
+    // starts by feeding what the client sent. A client fails here when OpenSSL refuses its
+    // server name (longer than SNI allows, say); then the session is failed for good.
+    Result<bool, std::string> start();
     // Ciphertext from the network, in any pieces. Appends the plaintext it completes. An error
     // (a failed handshake, a record that does not decrypt, plain text on a TLS port) is final:
     // take_output() may still hold an alert for the peer, then the connection must close.
@@ -109,6 +110,7 @@ private:
     bool handshake_done_ = false;
     bool peer_closed_ = false;
     bool failed_ = false;
+    std::string error_;  // why the session failed, once it has
 };
 
 }  // namespace raftlock::net

@@ -161,8 +161,8 @@ struct Link {
          std::shared_ptr<const TlsContext> server_context,
          std::string_view server_name = "localhost")
         : client(std::move(client_context), server_name), server(std::move(server_context)) {
-        client.start();
-        server.start();
+        REQUIRE(client.start().ok());
+        REQUIRE(server.start().ok());
     }
 
     // Moves bytes both ways, `chunk` bytes at a time, until neither side has anything to send.
@@ -308,15 +308,24 @@ TEST_CASE("mutual TLS: the server names the client by its certificate, or refuse
 TEST_CASE("plain text or garbage on a TLS port fails the handshake with a reason", "[tls]") {
     Pki pki;
     TlsSession server(pki.server_context());
-    server.start();
+    REQUIRE(server.start().ok());
     std::string got;
     auto r = server.feed("GET / HTTP/1.1\r\nHost: x\r\n\r\n", got);
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(r.error(), Catch::StartsWith("TLS handshake failed"));
     CHECK(got.empty());
-    // Once failed, always failed.
-    CHECK_FALSE(server.feed("more", got).ok());
+    // Once failed, always failed, with the first reason.
+    CHECK(server.feed("more", got).error() == r.error());
     CHECK_FALSE(server.write("reply").ok());
+}
+
+TEST_CASE("a server name OpenSSL cannot send fails the client session at start", "[tls]") {
+    Pki pki;
+    TlsSession client(pki.client_context(), std::string(300, 'a'));  // SNI allows 255 bytes
+    const Result<bool, std::string> started = client.start();
+    REQUIRE_FALSE(started.ok());
+    CHECK_THAT(started.error(), Catch::StartsWith("cannot check the server name"));
+    CHECK(client.take_output().empty());
 }
 
 TEST_CASE("a context's files are checked when it is made, with the file named", "[tls]") {
