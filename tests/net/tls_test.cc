@@ -248,26 +248,28 @@ TEST_CASE("the server's name is checked: a name or address the certificate lacks
     }
 }
 
+// What a client trusting the test CA says of a server that presents `issued`.
+std::string client_error_against(Pki& pki, const std::string& name, const Issued& issued) {
+    auto server = Pki::context({.role = TlsRole::kServer,
+                                .cert_file = pki.files.cert(name, issued),
+                                .key_file = pki.files.key(name, issued)});
+    Link link(pki.client_context(), server);
+    link.pump();
+    return link.client_error;
+}
+
 TEST_CASE("a server certificate from another CA, or expired, is refused", "[tls]") {
     Pki pki;
     SECTION("another CA") {
         Issued other_ca = issue("another CA", nullptr, nullptr);
         Issued impostor = issue("node 1", &other_ca, "DNS:localhost");
-        auto server = Pki::context({.role = TlsRole::kServer,
-                                    .cert_file = pki.files.cert("impostor", impostor),
-                                    .key_file = pki.files.key("impostor", impostor)});
-        Link link(pki.client_context(), server);
-        link.pump();
-        CHECK_THAT(link.client_error, Catch::Contains("unable to get local issuer certificate"));
+        CHECK_THAT(client_error_against(pki, "impostor", impostor),
+                   Catch::Contains("unable to get local issuer certificate"));
     }
     SECTION("expired") {
         Issued old = issue("node 1", &pki.ca, "DNS:localhost", -7200, -3600);
-        auto server = Pki::context({.role = TlsRole::kServer,
-                                    .cert_file = pki.files.cert("old", old),
-                                    .key_file = pki.files.key("old", old)});
-        Link link(pki.client_context(), server);
-        link.pump();
-        CHECK_THAT(link.client_error, Catch::Contains("certificate has expired"));
+        CHECK_THAT(client_error_against(pki, "old", old),
+                   Catch::Contains("certificate has expired"));
     }
 }
 
