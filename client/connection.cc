@@ -61,7 +61,7 @@ public:
         net::append_frame(frame, request.SerializeAsString());
         if (tls_ != nullptr) {
             if (auto w = tls_->write(frame); !w.ok()) {
-                fail(fmt::format("TLS with {}: {}", to_string(endpoint_), w.error()));
+                fail_tls(w.error());
                 return;
             }
             frame = tls_->take_output();
@@ -126,7 +126,7 @@ private:
             // Connected once the handshake is done: the connect timer keeps running until then.
             tls_ = std::make_unique<net::TlsSession>(options_.tls, endpoint_.host);
             if (auto started = tls_->start(); !started.ok()) {
-                fail(fmt::format("TLS with {}: {}", to_string(endpoint_), started.error()));
+                fail_tls(started.error());
                 return;
             }
             send_bytes(tls_->take_output());
@@ -168,7 +168,7 @@ private:
             const auto fed = tls_->feed(received, plaintext);
             send_bytes(tls_->take_output());  // handshake messages, or the alert of a failure
             if (!fed.ok()) {
-                fail(fmt::format("TLS with {}: {}", to_string(endpoint_), fed.error()));
+                fail_tls(fed.error());
                 return;
             }
             if (closed_) {
@@ -253,6 +253,10 @@ private:
         // The owner may drop its last reference inside the handler; we live on through `self`.
         auto self = shared_from_this();
         handlers_.on_closed(connected_, reason);
+    }
+
+    void fail_tls(const std::string& error) {
+        fail(fmt::format("TLS with {}: {}", to_string(endpoint_), error));
     }
 
     void shutdown_socket() {

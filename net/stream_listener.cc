@@ -102,6 +102,8 @@ private:
     // Decrypts what was read; false when the connection failed and is closing.
     bool decrypt(const ConnPtr& c, std::string_view ciphertext, std::string& plaintext);
     void tls_failed(const ConnPtr& c, const std::string& reason);
+    // Queues what the connection's TLS session has to send (handshake, records, alerts).
+    void send_tls_output(const ConnPtr& c);
     void update_deadline(const ConnPtr& c, size_t partial_before, size_t bytes_read);
     void arm_deadline(const ConnPtr& c);
     void cancel_deadline(const ConnPtr& c);
@@ -294,17 +296,21 @@ bool ListenerCore::decrypt(const ConnPtr& c, std::string_view ciphertext, std::s
     RL_ASSERT(c->tls != nullptr && !c->closing);
     const Result<bool, std::string> fed = c->tls->feed(ciphertext, plaintext);
     // Handshake messages (and, after a failure, the alert) go out before anything else.
-    if (std::string out = c->tls->take_output(); !out.empty()) {
-        enqueue(c, std::move(out));
-        if (c->closed) {
-            return false;
-        }
+    send_tls_output(c);
+    if (c->closed) {
+        return false;
     }
     if (!fed.ok()) {
         tls_failed(c, fed.error());
         return false;
     }
     return true;
+}
+
+void ListenerCore::send_tls_output(const ConnPtr& c) {
+    if (std::string out = c->tls->take_output(); !out.empty()) {
+        enqueue(c, std::move(out));
+    }
 }
 
 void ListenerCore::tls_failed(const ConnPtr& c, const std::string& reason) {
@@ -390,9 +396,7 @@ void ListenerCore::send(ConnectionId id, std::string bytes) {
         tls_failed(failed, w.error());
         return;
     }
-    if (std::string out = c->tls->take_output(); !out.empty()) {
-        enqueue(c, std::move(out));
-    }
+    send_tls_output(c);
 }
 
 void ListenerCore::close(ConnectionId id, bool flush) {
@@ -496,11 +500,9 @@ void ListenerCore::begin_close(const ConnPtr& c) {
     }
     if (c->tls != nullptr) {
         c->tls->shutdown();  // close_notify after the last reply
-        if (std::string out = c->tls->take_output(); !out.empty() && !c->closed) {
-            enqueue(c, std::move(out));
-            if (c->closed) {
-                return;
-            }
+        send_tls_output(c);
+        if (c->closed) {
+            return;
         }
     }
     c->closing = true;
