@@ -9,14 +9,23 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <google/protobuf/message.h>
 
 #include "tests/sim/replica/verdicts.h"
 #include "tests/sim/replica/world.h"
 
 namespace raftlock::sim::replica {
+
+// A message in a trace line, printed only when the line is: building each message's text whether
+// or not anyone traces took 8% of a sweep's time.
+struct Brief {
+    const google::protobuf::Message& message;
+};
 
 // How long a client waits between tries when nothing answers or no node takes it.
 inline constexpr uint64_t kBackoffUs = 50'000;
@@ -111,3 +120,10 @@ private:
 };
 
 }  // namespace raftlock::sim::replica
+
+template <>
+struct fmt::formatter<raftlock::sim::replica::Brief> : fmt::formatter<std::string_view> {
+    auto format(const raftlock::sim::replica::Brief& brief, fmt::format_context& ctx) const {
+        return fmt::formatter<std::string_view>::format(brief.message.ShortDebugString(), ctx);
+    }
+};

@@ -65,12 +65,10 @@ LockClients::LockClients(World& world, const ClientParams& params)
 
 LockClients::~LockClients() = default;
 
-void LockClients::trace(const Client& c, std::string_view what) {
-    if (params_.trace) {
-        fmt::print("t={:.6f}s {} (session {}, conn {}{}): {}\n", world_.now_us() / 1e6, c.owner,
-                   c.session, c.conn.value_or(0),
-                   c.conn ? fmt::format(" to n{}", world_.node_of(*c.conn)) : "", what);
-    }
+void LockClients::trace_line(const Client& c, std::string_view what) {
+    fmt::print("t={:.6f}s {} (session {}, conn {}{}): {}\n", world_.now_us() / 1e6, c.owner,
+               c.session, c.conn.value_or(0),
+               c.conn ? fmt::format(" to n{}", world_.node_of(*c.conn)) : "", what);
 }
 
 uint64_t LockClients::safe_until_us(const Client& c) const {
@@ -135,7 +133,7 @@ void LockClients::resend_op(Client& c) {
     }
     c.op_answer_by_us = c.op_sent_us + answer_us;
     c.blame = true;
-    trace(c, fmt::format("sends {}", c.request.ShortDebugString()));
+    trace(c, "sends {}", Brief{c.request});
     world_.send(*c.conn, c.request);
     if (c.op == Op::kAcquire && c.cancel_at_us > c.op_sent_us) {
         answer_us = std::min(answer_us, c.cancel_at_us - c.op_sent_us);
@@ -241,7 +239,7 @@ void LockClients::keepalive(Client& c) {
                                proto::Request r = base_request(c, false);
                                r.mutable_keep_alive();
                                c.keepalives[r.request_id()] = world_.now_us();
-                               trace(c, fmt::format("keepalive {}", r.request_id()));
+                               trace(c, "keepalive {}", r.request_id());
                                world_.send(*c.conn, std::move(r));
                            }
                            keepalive(c);
@@ -255,7 +253,7 @@ void LockClients::on_message(ConnId conn, const proto::ServerMessage& message) {
     }
     Client& c = *it->second;
     check_lapse(c);
-    trace(c, fmt::format("hears {}", message.ShortDebugString()));
+    trace(c, "hears {}", Brief{message});
     if (message.has_session_ended()) {
         if (message.session_ended().session_id() == c.session) {
             lose_session(c, "its SessionEnded push");

@@ -101,7 +101,14 @@ private:
     // The hold is over once safe-until passed: closes it at the deadline.
     void check_lapse(Client& c);
     uint64_t safe_until_us(const Client& c) const;
-    void trace(const Client& c, std::string_view what);
+    // A trace line, formatted only when tracing is on.
+    template <typename... Args>
+    void trace(const Client& c, fmt::format_string<Args...> format, Args&&... args) {
+        if (params_.trace) {
+            trace_line(c, fmt::format(format, std::forward<Args>(args)...));
+        }
+    }
+    void trace_line(const Client& c, std::string_view what);
 
     ClientParams params_;
     ClientStats stats_;

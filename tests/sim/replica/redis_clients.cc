@@ -84,12 +84,10 @@ RedisLockClients::RedisLockClients(World& world, const RedisClientParams& params
 
 RedisLockClients::~RedisLockClients() = default;
 
-void RedisLockClients::trace(const Client& c, std::string_view what) {
-    if (params_.trace) {
-        fmt::print("t={:.6f}s r{} (conn {}{}): {}\n", world_.now_us() / 1e6, c.index,
-                   c.conn.value_or(0) & ~net::kRespConnectionBit,
-                   c.conn ? fmt::format(" to n{}", world_.node_of(*c.conn)) : "", what);
-    }
+void RedisLockClients::trace_line(const Client& c, std::string_view what) {
+    fmt::print("t={:.6f}s r{} (conn {}{}): {}\n", world_.now_us() / 1e6, c.index,
+               c.conn.value_or(0) & ~net::kRespConnectionBit,
+               c.conn ? fmt::format(" to n{}", world_.node_of(*c.conn)) : "", what);
 }
 
 void RedisLockClients::send(Client& c, Op op, statemachine::redis::Argv argv) {
@@ -117,7 +115,7 @@ void RedisLockClients::resend(Client& c) {
         uint64_t{world_.params().config.request_timeout_ms} * 1000 + kAnswerSlackUs;
     c.op_answer_by_us = c.op_sent_us + answer_us;
     c.blame = true;
-    trace(c, fmt::format("sends {}", fmt::join(c.argv, " ")));
+    trace(c, "sends {}", fmt::join(c.argv, " "));
     world_.send_resp(*c.conn, c.argv);
     wake(c, answer_us);
 }
@@ -168,8 +166,8 @@ void RedisLockClients::on_resp(ConnId conn, const std::string& bytes) {
     c.buffer += bytes;
     while (std::optional<RespReply> r = take_resp_reply(c.buffer)) {
         check_lapse(c);
-        trace(c, fmt::format("hears {}{}{}", r->kind, r->nil ? "nil" : r->text,
-                             r->kind == ':' ? fmt::format("{}", r->integer) : ""));
+        trace(c, "hears {}{}{}", r->kind, r->nil ? "nil" : r->text,
+              r->kind == ':' ? fmt::format("{}", r->integer) : "");
         on_reply(c, *r);
     }
 }

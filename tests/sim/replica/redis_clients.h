@@ -77,7 +77,14 @@ private:
     void begin_hold(Client& c);
     void end_hold(Client& c, uint64_t at_us, bool lapsed);
     void check_lapse(Client& c);
-    void trace(const Client& c, std::string_view what);
+    // A trace line, formatted only when tracing is on.
+    template <typename... Args>
+    void trace(const Client& c, fmt::format_string<Args...> format, Args&&... args) {
+        if (params_.trace) {
+            trace_line(c, fmt::format(format, std::forward<Args>(args)...));
+        }
+    }
+    void trace_line(const Client& c, std::string_view what);
 
     RedisClientParams params_;
     RedisClientStats stats_;

@@ -76,12 +76,10 @@ SqlClients::SqlClients(World& world, const SqlClientParams& params)
 
 SqlClients::~SqlClients() = default;
 
-void SqlClients::trace(const Client& c, std::string_view what) {
-    if (params_.trace) {
-        fmt::print("t={:.6f}s s{} (conn {}{}): {}\n", world_.now_us() / 1e6, c.index,
-                   c.conn.value_or(0) & ~net::kPgConnectionBit,
-                   c.conn ? fmt::format(" to n{}", world_.node_of(*c.conn)) : "", what);
-    }
+void SqlClients::trace_line(const Client& c, std::string_view what) {
+    fmt::print("t={:.6f}s s{} (conn {}{}): {}\n", world_.now_us() / 1e6, c.index,
+               c.conn.value_or(0) & ~net::kPgConnectionBit,
+               c.conn ? fmt::format(" to n{}", world_.node_of(*c.conn)) : "", what);
 }
 
 void SqlClients::connect(Client& c) {
@@ -116,7 +114,7 @@ void SqlClients::query(Client& c, Op op, std::string sql) {
         uint64_t{world_.params().config.request_timeout_ms} * 1000 + kAnswerSlackUs;
     c.op_answer_by_us = c.op_sent_us + answer_us;
     c.blame = true;
-    trace(c, fmt::format("sends {}", c.sql));
+    trace(c, "sends {}", c.sql);
     world_.send_pg(*c.conn, net::PgQuery{c.sql});
     wake(c, answer_us);
 }
@@ -168,7 +166,7 @@ void SqlClients::step(Client& c) {
 
 void SqlClients::lose_session(Client& c, std::string_view why) {
     if (c.conn) {
-        trace(c, fmt::format("drops the connection: {}", why));
+        trace(c, "drops the connection: {}", why);
         by_conn_.erase(*c.conn);
         world_.close(*c.conn);
         c.conn.reset();
@@ -226,7 +224,7 @@ void SqlClients::on_message(Client& c, const PgBackendMessage& m) {
                 }
                 at = end + 1;
             }
-            trace(c, fmt::format("hears {} {}", c.answer.error_severity, c.answer.error_code));
+            trace(c, "hears {} {}", c.answer.error_severity, c.answer.error_code);
             if (c.answer.error_severity == "FATAL") {
                 lose_session(c, fmt::format("FATAL {}", c.answer.error_code));
                 wake(c, kBackoffUs);
@@ -284,8 +282,8 @@ void SqlClients::on_message(Client& c, const PgBackendMessage& m) {
 
 void SqlClients::on_answer(Client& c, Op op, const Answer& a) {
     const uint64_t now = world_.now_us();
-    trace(c, fmt::format("answered {}{}{}", a.command_tag, a.error_code,
-                         a.rows.empty() ? "" : fmt::format(" [{}]", fmt::join(a.rows, ","))));
+    trace(c, "answered {}{}{}", a.command_tag, a.error_code,
+          a.rows.empty() ? "" : fmt::format(" [{}]", fmt::join(a.rows, ",")));
     if (!a.error_code.empty()) {
         if (op == Op::kInsert) {
             c.rows[c.inserting] =

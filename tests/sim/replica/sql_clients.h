@@ -90,7 +90,14 @@ private:
     void begin_hold(Client& c);
     // The end of client c's current hold: released by an unlock answered "t", or not.
     void end_overlaps(Client& c, bool released);
-    void trace(const Client& c, std::string_view what);
+    // A trace line, formatted only when tracing is on.
+    template <typename... Args>
+    void trace(const Client& c, fmt::format_string<Args...> format, Args&&... args) {
+        if (params_.trace) {
+            trace_line(c, fmt::format(format, std::forward<Args>(args)...));
+        }
+    }
+    void trace_line(const Client& c, std::string_view what);
 
     SqlClientParams params_;
     // Holds that overlapped in the clients' view: (client, hold number) pairs, and which of the

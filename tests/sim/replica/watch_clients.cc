@@ -35,12 +35,10 @@ WatchClients::WatchClients(World& world, const WatchClientParams& params)
 
 WatchClients::~WatchClients() = default;
 
-void WatchClients::trace(const Watcher& w, std::string_view what) {
-    if (params_.trace) {
-        fmt::print("t={:.6f}s w{} (conn {}{}): {}\n", world_.now_us() / 1e6, w.index,
-                   w.conn.value_or(0),
-                   w.conn ? fmt::format(" to n{}", world_.node_of(*w.conn)) : "", what);
-    }
+void WatchClients::trace_line(const Watcher& w, std::string_view what) {
+    fmt::print("t={:.6f}s w{} (conn {}{}): {}\n", world_.now_us() / 1e6, w.index,
+               w.conn.value_or(0), w.conn ? fmt::format(" to n{}", world_.node_of(*w.conn)) : "",
+               what);
 }
 
 void WatchClients::step(Watcher& w) {
@@ -84,7 +82,7 @@ void WatchClients::read(Watcher& w, bool watch) {
     const uint64_t answer_us =
         uint64_t{world_.params().config.request_timeout_ms} * 1000 + kAnswerSlackUs;
     w.answer_by_us = w.sent_us + answer_us;
-    trace(w, fmt::format("reads {}{}", w.path, watch ? " and sets a watch" : ""));
+    trace(w, "reads {}{}", w.path, watch ? " and sets a watch" : "");
     world_.send(*w.conn, std::move(r));
     wake(w, answer_us);
 }
@@ -95,7 +93,7 @@ void WatchClients::on_message(ConnId conn, const proto::ServerMessage& message) 
         return;  // a connection the watcher has left
     }
     Watcher& w = *it->second;
-    trace(w, fmt::format("hears {}", message.ShortDebugString()));
+    trace(w, "hears {}", Brief{message});
     if (message.has_watch_event()) {
         on_event(w, message.watch_event());
     } else if (message.has_response()) {

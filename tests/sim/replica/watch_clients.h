@@ -59,7 +59,14 @@ private:
     void on_response(Watcher& w, const proto::Response& r);
     void on_event(Watcher& w, const proto::WatchEvent& e);
     void drop_connection(Watcher& w);
-    void trace(const Watcher& w, std::string_view what);
+    // A trace line, formatted only when tracing is on.
+    template <typename... Args>
+    void trace(const Watcher& w, fmt::format_string<Args...> format, Args&&... args) {
+        if (params_.trace) {
+            trace_line(w, fmt::format(format, std::forward<Args>(args)...));
+        }
+    }
+    void trace_line(const Watcher& w, std::string_view what);
 
     WatchClientParams params_;
     WatchClientStats stats_;

@@ -9,19 +9,32 @@ namespace raftlock::sim::replica {
 void Agenda::at(uint64_t time_us, std::function<void()> event) {
     RL_ASSERT(time_us >= now_us_);
     RL_ASSERT_MSG(heap_.size() < (1u << 22), "server simulator: runaway agenda");
-    heap_.push(Item{time_us, next_seq_++, std::move(event)});
+    uint32_t slot = 0;
+    if (free_slots_.empty()) {
+        slot = static_cast<uint32_t>(events_.size());
+        events_.push_back(std::move(event));
+    } else {
+        slot = free_slots_.back();
+        free_slots_.pop_back();
+        events_[slot] = std::move(event);
+    }
+    heap_.push(Item{time_us, next_seq_++, slot});
 }
 
 bool Agenda::run_next(uint64_t until_us) {
     if (heap_.empty() || heap_.top().time_us > until_us) {
         return false;
     }
-    // The event is moved out before it runs: it may schedule more.
-    Item item = std::move(const_cast<Item&>(heap_.top()));
+    const Item item = heap_.top();
     heap_.pop();
     RL_ASSERT(item.time_us >= now_us_);
+    RL_ASSERT(events_[item.slot] != nullptr);
     now_us_ = item.time_us;
-    item.event();
+    // The event is moved out and its slot freed before it runs: it may schedule more.
+    std::function<void()> event = std::move(events_[item.slot]);
+    events_[item.slot] = nullptr;
+    free_slots_.push_back(item.slot);
+    event();
     return true;
 }
 
