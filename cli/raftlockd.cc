@@ -17,11 +17,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "base/result.h"
 #include "net/admin_http.h"
 #include "net/client_listener.h"
 #include "net/peer_transport.h"
 #include "net/pg_listener.h"
 #include "net/resp_listener.h"
+#include "net/tls.h"
 #include "net/zk_listener.h"
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
@@ -205,28 +207,70 @@ bool is_loopback(const std::string& host) {
     return host == "localhost" || (!ec && address.is_loopback());
 }
 
-void add_tls_failure_counter(Metrics& metrics, const net::ClientListener& client) {
-    metrics.add_counter("raftlock_tls_failures_total",
-                        "Client connections closed because their TLS handshake or a record "
-                        "failed (a certificate refused, plain text on a TLS port).",
-                        [&client] { return static_cast<double>(client.stats().tls_failures); });
+// The server context of every client port, from --tls-cert-file and friends (null without TLS).
+Result<std::shared_ptr<const net::TlsContext>, std::string> make_tls(const ServerConfig& config) {
+    if (config.tls_cert_file.empty()) {
+        return std::shared_ptr<const net::TlsContext>();
+    }
+    return net::TlsContext::make({.role = net::TlsRole::kServer,
+                                  .cert_file = config.tls_cert_file,
+                                  .key_file = config.tls_key_file,
+                                  .ca_file = config.tls_ca_file,
+                                  .require_client_certificate = config.tls_client_cert_required});
 }
 
-void add_output_buffer_counter(Metrics& metrics,
-                               const net::ClientListener& client,
-                               const net::RespListener* redis,
-                               const net::PgListener* pg,
-                               const net::ZkListener* zk) {
-    metrics.add_counter("raftlock_client_output_buffer_disconnects_total",
-                        "Client connections closed because their unread replies exceeded "
-                        "--client-output-buffer-bytes-max.",
-                        [&client, redis, pg, zk] {
-                            uint64_t total = client.stats().slow_consumers;
-                            total += redis != nullptr ? redis->stats().slow_consumers : 0;
-                            total += pg != nullptr ? pg->stats().slow_consumers : 0;
-                            total += zk != nullptr ? zk->stats().slow_consumers : 0;
-                            return static_cast<double>(total);
-                        });
+// The client ports that are open, for what applies to all of them.
+struct ClientPorts {
+    net::ClientListener* client = nullptr;
+    net::RespListener* redis = nullptr;
+    net::PgListener* pg = nullptr;
+    net::ZkListener* zk = nullptr;
+
+    template <typename Fn>
+    void each(Fn&& fn) const {
+        fn(*client);
+        if (redis != nullptr) {
+            fn(*redis);
+        }
+        if (pg != nullptr) {
+            fn(*pg);
+        }
+        if (zk != nullptr) {
+            fn(*zk);
+        }
+    }
+    uint64_t total(uint64_t net::StreamListenerStats::*counter) const {
+        uint64_t sum = 0;
+        each([&](const auto& listener) { sum += listener.stats().*counter; });
+        return sum;
+    }
+};
+
+// SIGHUP: the certificate, key and CA files are read again, and new connections of every client
+// port use them (open ones keep the session they have). A file that does not load leaves the
+// previous context in place, with an error in the log.
+void reload_tls_on_sighup(asio::signal_set& hangups,
+                          const ServerConfig& config,
+                          const ClientPorts& ports,
+                          uint64_t& reloads,
+                          uint64_t& failures) {
+    hangups.async_wait([&](const boost::system::error_code& error, int) {
+        if (error) {
+            return;
+        }
+        auto tls = make_tls(config);
+        if (!tls.ok()) {
+            ++failures;
+            spdlog::error("SIGHUP: TLS files not reloaded, the previous ones stay in use: {}",
+                          tls.error());
+        } else if (tls.value() != nullptr) {
+            ++reloads;
+            ports.each([&](auto& listener) { listener.set_tls(tls.value()); });
+            spdlog::info("SIGHUP: TLS certificate {} reloaded for new connections",
+                         config.tls_cert_file);
+        }
+        reload_tls_on_sighup(hangups, config, ports, reloads, failures);
+    });
 }
 
 // Ticks at a fixed rate: each deadline is the previous one plus the period, so a slow turn does
@@ -315,28 +359,29 @@ int run(const ServerConfig& config) {
     auto client_options =
         client_port_options<net::ClientListenerOptions>(config, config.client_listen, budget);
     client_options.frame_bytes_max = config.client_frame_bytes_max;
-    if (!config.tls_cert_file.empty()) {
-        auto tls =
-            net::TlsContext::make({.role = net::TlsRole::kServer,
-                                   .cert_file = config.tls_cert_file,
-                                   .key_file = config.tls_key_file,
-                                   .ca_file = config.tls_ca_file,
-                                   .require_client_certificate = config.tls_client_cert_required});
-        if (!tls.ok()) {
-            spdlog::critical("TLS: {}", tls.error());
-            return 1;
-        }
-        client_options.tls = std::move(tls).value();
-        spdlog::info("the client port speaks TLS (certificate {}{})", config.tls_cert_file,
-                     config.tls_client_cert_required ? ", client certificates required" : "");
-    } else if (!is_loopback(config.client_listen.host)) {
-        spdlog::warn(
-            "the client port listens on {} without TLS: anyone who reaches it can act "
-            "as any client (--tls-cert-file)",
-            config.client_listen.host);
+    const auto tls = make_tls(config);
+    if (!tls.ok()) {
+        spdlog::critical("TLS: {}", tls.error());
+        return 1;
     }
+    if (tls.value() != nullptr) {
+        spdlog::info("every client port speaks TLS only (certificate {}{})", config.tls_cert_file,
+                     config.tls_client_cert_required ? ", client certificates required" : "");
+    } else {
+        for (const Endpoint* listen :
+             {&config.client_listen, &config.redis_listen, &config.pg_listen, &config.zk_listen}) {
+            if (!listen->host.empty() && !is_loopback(listen->host)) {
+                spdlog::warn(
+                    "a client port listens on {}:{} without TLS: anyone who reaches it can act "
+                    "as any client (--tls-cert-file)",
+                    listen->host, listen->port);
+            }
+        }
+    }
+    client_options.tls = tls.value();
     net::ClientListener listener(io, client_options, replica);
     client_sink.listener = &listener;
+    ClientPorts ports{.client = &listener};
 
     // The Redis port, when configured (docs/redis-mode.md).
     RespSink resp_sink;
@@ -347,10 +392,12 @@ int run(const ServerConfig& config) {
         redis_options.password = config.redis_password;
         redis_options.node_id = config.node_id;
         redis_frontend = std::make_unique<RedisFrontend>(redis_options, resp_sink, replica);
-        const auto resp_options =
+        auto resp_options =
             client_port_options<net::RespListenerOptions>(config, config.redis_listen, budget);
+        resp_options.tls = tls.value();
         redis_listener = std::make_unique<net::RespListener>(io, resp_options, *redis_frontend);
         resp_sink.listener = redis_listener.get();
+        ports.redis = redis_listener.get();
         replica.set_redis_frontend(redis_frontend.get());
         if (auto started = redis_listener->start(); !started.ok()) {
             spdlog::critical("cannot listen on the redis port: {}", started.error());
@@ -370,10 +417,12 @@ int run(const ServerConfig& config) {
         pg_options.node_id = config.node_id;
         pg_options.secret_seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
         pg_frontend = std::make_unique<PgFrontend>(pg_options, pg_sink, replica);
-        const auto listen_options =
+        auto listen_options =
             client_port_options<net::PgListenerOptions>(config, config.pg_listen, budget);
+        listen_options.tls = tls.value();
         pg_listener = std::make_unique<net::PgListener>(io, listen_options, *pg_frontend);
         pg_sink.listener = pg_listener.get();
+        ports.pg = pg_listener.get();
         replica.set_pg_frontend(pg_frontend.get());
         if (auto started = pg_listener->start(); !started.ok()) {
             spdlog::critical("cannot listen on the postgres port: {}", started.error());
@@ -413,10 +462,12 @@ int run(const ServerConfig& config) {
         };
         zk_options.steady_ms = [&clock] { return clock.steady_ms(); };
         zk_frontend = std::make_unique<ZkFrontend>(zk_options, zk_sink, replica);
-        const auto listen_options =
+        auto listen_options =
             client_port_options<net::ZkListenerOptions>(config, config.zk_listen, budget);
+        listen_options.tls = tls.value();
         zk_listener = std::make_unique<net::ZkListener>(io, listen_options, *zk_frontend);
         zk_sink.listener = zk_listener.get();
+        ports.zk = zk_listener.get();
         client_sink.zk_frontend = zk_frontend.get();
         client_sink.zk_listener = zk_listener.get();
         if (auto started = zk_listener->start(); !started.ok()) {
@@ -427,9 +478,29 @@ int run(const ServerConfig& config) {
                      config.zk_listen.host, zk_listener->port());
     }
 
-    add_tls_failure_counter(metrics, listener);
-    add_output_buffer_counter(metrics, listener, redis_listener.get(), pg_listener.get(),
-                              zk_listener.get());
+    metrics.add_counter(
+        "raftlock_tls_failures_total",
+        "Client connections closed because their TLS handshake or a record failed (a "
+        "certificate refused, plain text on a TLS port), over every client port.",
+        [&ports] {
+            return static_cast<double>(ports.total(&net::StreamListenerStats::tls_failures));
+        });
+    uint64_t tls_reloads = 0;
+    uint64_t tls_reload_failures = 0;
+    metrics.add_counter("raftlock_tls_reloads_total",
+                        "SIGHUPs that loaded the TLS certificate, key and CA files again.",
+                        [&tls_reloads] { return static_cast<double>(tls_reloads); });
+    metrics.add_counter(
+        "raftlock_tls_reload_failures_total",
+        "SIGHUPs whose TLS files did not load (the previous ones stayed in use).",
+        [&tls_reload_failures] { return static_cast<double>(tls_reload_failures); });
+    metrics.add_counter(
+        "raftlock_client_output_buffer_disconnects_total",
+        "Client connections closed because their unread replies exceeded "
+        "--client-output-buffer-bytes-max.",
+        [&ports] {
+            return static_cast<double>(ports.total(&net::StreamListenerStats::slow_consumers));
+        });
     metrics.add_counter("raftlock_client_connections_refused_total",
                         "Client connections refused at accept: over the node's client "
                         "connections or those of one address.",
@@ -477,10 +548,13 @@ int run(const ServerConfig& config) {
 
     asio::steady_timer ticker(io, std::chrono::steady_clock::now());
     asio::signal_set signals(io, SIGINT, SIGTERM);
+    asio::signal_set hangups(io, SIGHUP);
+    reload_tls_on_sighup(hangups, config, ports, tls_reloads, tls_reload_failures);
     const std::function<void()> stop = [&] {
         replica.shut_down();
         ticker.cancel();
         signals.cancel();
+        hangups.cancel();
         admin.stop();
         // Let the SHUTTING_DOWN replies go out before the sockets close.
         asio::post(io, [&] {

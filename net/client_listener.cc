@@ -166,6 +166,10 @@ bool ClientListener::is_open(ConnectionId id) const {
     return impl_->stream_.is_open(id);
 }
 
+void ClientListener::set_tls(std::shared_ptr<const TlsContext> tls) {
+    impl_->stream_.set_tls(std::move(tls));
+}
+
 void ClientListener::stop() {
     impl_->stream_.stop();
 }

@@ -81,6 +81,8 @@ public:
     void close(ConnectionId id, bool flush = true);
     // Whether a reply can still be sent (see StreamListener::is_open).
     bool is_open(ConnectionId id) const;
+    // The TLS context for new connections: a reloaded certificate. Only on a port with TLS.
+    void set_tls(std::shared_ptr<const TlsContext> tls);
     // Closes the listener and every connection at once. No handler call follows, not even
     // on_client_close: the server is going away with it.
     void stop();

@@ -51,9 +51,11 @@ inline constexpr uint32_t kPgSslRequestCode = 80877103;
 inline constexpr uint32_t kPgGssEncRequestCode = 80877104;
 
 // The whole answer to an SSLRequest or a GSSENCRequest: one byte, without a type or a length.
-// raftlock does not encrypt this port, so it always refuses; the client then sends its
-// StartupMessage in the clear (or gives up, with sslmode=require).
+// Refused ("N"; GSSAPI always, TLS on a port without it), the client sends its StartupMessage in
+// the clear (or gives up, with sslmode=require); accepted ("S", an SSLRequest on a TLS port), the
+// TLS handshake follows (net/pg_listener.cc).
 inline constexpr std::string_view kPgEncryptionRefused = "N";
+inline constexpr std::string_view kPgEncryptionAccepted = "S";
 
 // Microseconds from the Unix epoch to PostgreSQL's epoch, 2000-01-01 00:00:00 UTC.
 inline constexpr int64_t kPgEpochUnixUs = 946'684'800'000'000;

@@ -22,6 +22,8 @@ StreamListenerOptions stream_options(const PgListenerOptions& o) {
     s.connections_max = o.connections_max;
     s.message_deadline_ms = o.message_deadline_ms;
     s.budget = o.budget;
+    s.tls = o.tls;
+    s.tls_on_request = true;  // the SSLRequest (drain, below)
     s.first_id = kPgConnectionBit | 1;
     return s;
 }
@@ -40,8 +42,18 @@ std::string fatal_error(std::string_view sqlstate, std::string message) {
 
 class PgListener::Impl final : public StreamProtocol {
 public:
+    struct Input {
+        PgDecoder decoder;
+        bool paused = false;
+        bool held = false;          // paused with bytes not yet decoded
+        bool drain_posted = false;  // a drain after resuming is queued on the io_context
+        bool done = false;          // a CancelRequest: nothing more is decoded
+        bool encrypted = false;     // TLS started after its SSLRequest
+    };
+
     Impl(boost::asio::io_context& io, PgListenerOptions options, PgHandler& handler)
         : io_(io),
+          tls_(options.tls != nullptr),
           limits_(options.limits),
           handler_(handler),
           stream_(io, stream_options(options), *this) {}
@@ -103,6 +115,9 @@ public:
                 return;
             }
             PgFrontendMessage message = std::move(*next.value());
+            if (tls_ && !encryption(id, in, message)) {
+                continue;  // the SSLRequest was answered here, or the connection is refused
+            }
             if (std::holds_alternative<PgStartup>(message)) {
                 in.decoder.start_regular();  // see the header: before the handler sees it
             }
@@ -114,6 +129,40 @@ public:
                 return;
             }
         }
+    }
+
+    // On a TLS port: an SSLRequest is answered here ('S', then the handshake), and a
+    // StartupMessage in the clear is refused. True when the handler takes the message (a
+    // GSSENCRequest, refused by it; a CancelRequest, which PostgreSQL takes in the clear too).
+    bool encryption(ConnectionId id, Input& in, const PgFrontendMessage& message) {
+        RL_ASSERT(tls_);
+        if (std::holds_alternative<PgSslRequest>(message)) {
+            RL_ASSERT(!in.encrypted);  // the decoder refuses a second SSLRequest
+            // Bytes after the request were sent in the clear before the handshake: whatever
+            // they are, no one may inject them into the encrypted session (CVE-2021-23214).
+            if (in.decoder.partial_bytes() > 0) {
+                refuse(id, PgProtocolError::kSqlstate,
+                       "received unencrypted data after SSL request");
+                return false;
+            }
+            stream_.send(id, std::string(kPgEncryptionAccepted));
+            stream_.start_tls(id);
+            in.encrypted = true;
+            return false;
+        }
+        if (std::holds_alternative<PgStartup>(message) && !in.encrypted) {
+            refuse(id, "28000",
+                   "this port accepts only TLS connections: connect with sslmode=require "
+                   "(or verify-full)");
+            return false;
+        }
+        return true;
+    }
+
+    void refuse(ConnectionId id, std::string_view sqlstate, std::string message) {
+        stream_.count_protocol_error();
+        stream_.send(id, fatal_error(sqlstate, std::move(message)));
+        close(id, true);
     }
 
     void pause_reading(ConnectionId id, bool paused) {
@@ -150,15 +199,8 @@ public:
         stream_.stop();
     }
 
-    struct Input {
-        PgDecoder decoder;
-        bool paused = false;
-        bool held = false;          // paused with bytes not yet decoded
-        bool drain_posted = false;  // a drain after resuming is queued on the io_context
-        bool done = false;          // a CancelRequest: nothing more is decoded
-    };
-
     boost::asio::io_context& io_;
+    const bool tls_;
     PgLimits limits_;
     PgHandler& handler_;
     std::map<ConnectionId, Input> inputs_;
@@ -196,6 +238,10 @@ void PgListener::pause_reading(ConnectionId id, bool paused) {
 
 bool PgListener::is_open(ConnectionId id) const {
     return impl_->stream_.is_open(id);
+}
+
+void PgListener::set_tls(std::shared_ptr<const TlsContext> tls) {
+    impl_->stream_.set_tls(std::move(tls));
 }
 
 void PgListener::stop() {

@@ -50,6 +50,9 @@ struct PgListenerOptions {
     uint32_t message_deadline_ms = 30000;
     std::shared_ptr<ConnectionBudget>
         budget;  // shared by a node's client ports (stream_listener.h)
+    // Non-null: TLS only. A client asks with an SSLRequest (answered 'S', then the handshake);
+    // a StartupMessage in the clear is refused.
+    std::shared_ptr<const TlsContext> tls;
 };
 
 class PgHandler {
@@ -81,6 +84,8 @@ public:
     // Backpressure: no messages are read from the connection, or handed over, while paused.
     void pause_reading(ConnectionId id, bool paused);
     // Closes the port and every connection at once; no handler call follows.
+    // The TLS context for new connections: a reloaded certificate. Only on a port with TLS.
+    void set_tls(std::shared_ptr<const TlsContext> tls);
     void stop();
     StreamListenerStats stats() const;
 

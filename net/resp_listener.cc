@@ -18,6 +18,7 @@ StreamListenerOptions stream_options(const RespListenerOptions& o) {
     s.connections_max = o.connections_max;
     s.message_deadline_ms = o.message_deadline_ms;
     s.budget = o.budget;
+    s.tls = o.tls;
     s.first_id = kRespConnectionBit | 1;
     return s;
 }
@@ -131,6 +132,10 @@ void RespListener::pause_reading(ConnectionId id, bool paused) {
 
 bool RespListener::is_open(ConnectionId id) const {
     return impl_->stream_.is_open(id);
+}
+
+void RespListener::set_tls(std::shared_ptr<const TlsContext> tls) {
+    impl_->stream_.set_tls(std::move(tls));
 }
 
 void RespListener::stop() {

@@ -29,7 +29,8 @@ struct RespListenerOptions {
     size_t connections_max = 10000;
     uint32_t message_deadline_ms = 30000;
     std::shared_ptr<ConnectionBudget>
-        budget;  // shared by a node's client ports (stream_listener.h)
+        budget;                             // shared by a node's client ports (stream_listener.h)
+    std::shared_ptr<const TlsContext> tls;  // non-null: TLS only (stream_listener.h)
 };
 
 class RespHandler {
@@ -57,6 +58,8 @@ public:
     bool is_open(ConnectionId id) const;
     // Backpressure: no commands are read from the connection while paused.
     void pause_reading(ConnectionId id, bool paused);
+    // The TLS context for new connections: a reloaded certificate. Only on a port with TLS.
+    void set_tls(std::shared_ptr<const TlsContext> tls);
     void stop();
     StreamListenerStats stats() const;
 

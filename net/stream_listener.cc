@@ -76,6 +76,7 @@ public:
     void send(ConnectionId id, std::string bytes);
     void close(ConnectionId id, bool flush);
     void pause_reading(ConnectionId id, bool paused);
+    void start_tls(ConnectionId id);
     void set_tls(std::shared_ptr<const TlsContext> tls) {
         RL_ASSERT(options_.tls != nullptr && tls != nullptr);
         RL_ASSERT(tls->role() == TlsRole::kServer);
@@ -101,6 +102,7 @@ private:
     void on_readable(const ConnPtr& c);
     // Decrypts what was read; false when the connection failed and is closing.
     bool decrypt(const ConnPtr& c, std::string_view ciphertext, std::string& plaintext);
+    void begin_tls(const ConnPtr& c);
     void tls_failed(const ConnPtr& c, const std::string& reason);
     // Queues what the connection's TLS session has to send (handshake, records, alerts).
     void send_tls_output(const ConnPtr& c);
@@ -204,10 +206,8 @@ void ListenerCore::on_accept(tcp::socket socket) {
     const std::string remote = remote_text(socket);
     auto c = std::make_shared<Conn>(std::move(socket), next_id_++);
     c->address = std::move(address);
-    if (options_.tls != nullptr) {
-        c->tls = std::make_unique<TlsSession>(options_.tls);
-        const Result<bool, std::string> started = c->tls->start();
-        RL_ASSERT_MSG(started.ok(), "a TLS server session failed before its first byte");
+    if (options_.tls != nullptr && !options_.tls_on_request) {
+        begin_tls(c);
     }
     conns_.emplace(c->id, c);
     ++stats_.accepted;
@@ -223,8 +223,9 @@ void ListenerCore::refuse(tcp::socket socket, const std::string& limit) {
     ++stats_.refused;
     log_.log("refuse", fmt::format("{}: refusing connections: {}", options_.name, limit));
     // A TLS client could not read the protocol's refusal in the clear: it only sees the close.
-    auto bytes = std::make_shared<std::string>(
-        options_.tls != nullptr ? std::string() : protocol_.refusal(conns_.size()));
+    const bool encrypted = options_.tls != nullptr && !options_.tls_on_request;
+    auto bytes =
+        std::make_shared<std::string>(encrypted ? std::string() : protocol_.refusal(conns_.size()));
     auto s = std::make_shared<tcp::socket>(std::move(socket));
     asio::async_write(*s, asio::buffer(*bytes), [s, bytes](error_code, size_t) {
         error_code ignored;
@@ -275,6 +276,7 @@ void ListenerCore::on_readable(const ConnPtr& c) {
         bytes = plaintext;
     }
     const size_t partial_before = protocol_.partial_bytes(c->id);
+    const bool was_encrypted = c->tls != nullptr;
     if (!bytes.empty()) {
         protocol_.on_bytes(c->id, bytes);
     }
@@ -286,10 +288,36 @@ void ListenerCore::on_readable(const ConnPtr& c) {
         close_now(c);  // close_notify: the client's end of the stream
         return;
     }
-    if (!c->closing) {
+    // (A connection that started TLS in on_bytes has the deadline start_tls armed: the message
+    // that asked for TLS does not let its handshake take for ever.)
+    if (!c->closing && (was_encrypted || c->tls == nullptr)) {
         update_deadline(c, partial_before, bytes.size());
     }
     read(c);
+}
+
+void ListenerCore::begin_tls(const ConnPtr& c) {
+    RL_ASSERT(options_.tls != nullptr);
+    RL_ASSERT(c->tls == nullptr);
+    c->tls = std::make_unique<TlsSession>(options_.tls);
+    const Result<bool, std::string> started = c->tls->start();
+    RL_ASSERT_MSG(started.ok(), "a TLS server session failed before its first byte");
+}
+
+void ListenerCore::start_tls(ConnectionId id) {
+    RL_ASSERT_MSG(options_.tls != nullptr && options_.tls_on_request,
+                  "start_tls on a port without TLS on request");
+    const auto it = conns_.find(id);
+    if (stopped_ || it == conns_.end() || it->second->closing) {
+        return;
+    }
+    const ConnPtr& c = it->second;
+    begin_tls(c);
+    // As for a new connection: the handshake and then a whole message within the deadline.
+    c->spoke = false;
+    if (!c->paused) {
+        arm_deadline(c);
+    }
 }
 
 bool ListenerCore::decrypt(const ConnPtr& c, std::string_view ciphertext, std::string& plaintext) {
@@ -583,6 +611,10 @@ void StreamListener::pause_reading(ConnectionId id, bool paused) {
 
 bool StreamListener::is_open(ConnectionId id) const {
     return impl_->core->is_open(id);
+}
+
+void StreamListener::start_tls(ConnectionId id) {
+    impl_->core->start_tls(id);
 }
 
 void StreamListener::set_tls(std::shared_ptr<const TlsContext> tls) {

@@ -22,8 +22,10 @@
 //   connection's reading paused, its deadline does not run (the wait is ours, not the client's).
 //   On a TLS port the handshake must complete within the first message's deadline.
 //
-// TLS (options.tls, net/tls.h): every connection speaks TLS from its first byte; the protocol sees
-// only plaintext and never knows. A failed handshake (plain text on the port, a certificate the
+// TLS (options.tls, net/tls.h): every connection speaks TLS from its first byte, or, with
+// options.tls_on_request, from where the protocol calls start_tls() (PostgreSQL's SSLRequest:
+// the client asks in the clear, the server answers, then the handshake). The protocol sees only
+// plaintext. A failed handshake (plain text on the port, a certificate the
 // CA did not sign) closes the connection with TLS's alert and a rate-limited log line naming the
 // reason; stats().tls_failures counts it. set_tls() swaps the context for new connections.
 //
@@ -64,6 +66,8 @@ struct StreamListenerOptions {
     std::shared_ptr<ConnectionBudget> budget;
     // Non-null: the port speaks TLS with this server context.
     std::shared_ptr<const TlsContext> tls;
+    // With `tls`: connections start in the clear and the protocol switches each with start_tls().
+    bool tls_on_request = false;
 };
 
 // The protocol on the connections.
@@ -116,6 +120,11 @@ public:
     // Stops (or resumes) reading from the connection: backpressure for a protocol whose handler
     // has too much of the connection's work pending.
     void pause_reading(ConnectionId id, bool paused);
+    // From the next byte on, the connection speaks TLS: what was sent before goes in the clear,
+    // what is sent after is encrypted. Only on a port with tls_on_request, once per connection.
+    // The handshake and then a whole message must arrive within message_deadline_ms. Ignored when
+    // the connection is gone or closing.
+    void start_tls(ConnectionId id);
     // The TLS context new connections get (open ones keep theirs): a reloaded certificate. Only on
     // a port started with TLS.
     void set_tls(std::shared_ptr<const TlsContext> tls);

@@ -31,6 +31,7 @@ StreamListenerOptions stream_options(const ZkListenerOptions& o) {
     s.connections_max = o.connections_max;
     s.message_deadline_ms = o.message_deadline_ms;
     s.budget = o.budget;
+    s.tls = o.tls;
     s.first_id = kZkConnectionBit | 1;
     return s;
 }
@@ -217,6 +218,10 @@ void ZkListener::pause_reading(ConnectionId id, bool paused) {
 
 bool ZkListener::is_open(ConnectionId id) const {
     return impl_->stream_.is_open(id);
+}
+
+void ZkListener::set_tls(std::shared_ptr<const TlsContext> tls) {
+    impl_->stream_.set_tls(std::move(tls));
 }
 
 void ZkListener::stop() {

@@ -42,7 +42,8 @@ struct ZkListenerOptions {
     size_t connections_max = 10000;
     uint32_t message_deadline_ms = 30000;
     std::shared_ptr<ConnectionBudget>
-        budget;  // shared by a node's client ports (stream_listener.h)
+        budget;                             // shared by a node's client ports (stream_listener.h)
+    std::shared_ptr<const TlsContext> tls;  // non-null: TLS only (stream_listener.h)
 };
 
 class ZkHandler {
@@ -76,6 +77,8 @@ public:
     // Backpressure: no messages are read from the connection, or handed over, while paused.
     void pause_reading(ConnectionId id, bool paused);
     // Closes the port and every connection at once; no handler call follows.
+    // The TLS context for new connections: a reloaded certificate. Only on a port with TLS.
+    void set_tls(std::shared_ptr<const TlsContext> tls);
     void stop();
     StreamListenerStats stats() const;
 

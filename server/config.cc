@@ -274,7 +274,7 @@ void add_identity_fields(std::vector<Field>& out) {
 void add_tls_fields(std::vector<Field>& out) {
     const std::string_view g = "TLS";
     out.push_back(text_field({"tls-cert-file", "tls_cert_file", "FILE", g,
-                              "PEM certificate chain: the client port speaks only TLS with it"},
+                              "PEM certificate chain: every client port speaks only TLS with it"},
                              &ServerConfig::tls_cert_file));
     out.push_back(
         text_field({"tls-key-file", "tls_key_file", "FILE", g, "the certificate's PEM private key"},

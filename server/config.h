@@ -71,8 +71,8 @@ struct ServerConfig {
     std::string zk_super_digest;
     std::string data_dir;  // --data-dir (required); created when missing
 
-    // --- TLS (net/tls.h, docs/security.md): the native client port speaks only TLS when a
-    // certificate is given
+    // --- TLS (net/tls.h, docs/security.md): every client port (native, Redis, PostgreSQL,
+    // ZooKeeper) speaks only TLS when a certificate is given; SIGHUP reads the files again
     std::string tls_cert_file;  // --tls-cert-file: PEM certificate chain
     std::string tls_key_file;   // --tls-key-file: its PEM private key
     std::string tls_ca_file;    // --tls-ca-file: the CA client certificates must chain to

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# TLS on the native client port (issue 18): a three-node cluster whose client ports speak only
-# TLS, reached by the raftlock CLI and by `openssl s_client`, and each refusal with its reason:
-# a client without TLS, a client trusting another CA, a name the certificate does not hold; then
-# the same cluster with client certificates required, with and without one.
+# TLS on every client port (issue 18): a three-node cluster whose client ports speak only TLS,
+# reached by each port's own clients, unmodified: the raftlock CLI and `openssl s_client` (native
+# port), redis-cli --tls and redis-py (Redis), psql and psycopg with sslmode=verify-full
+# (PostgreSQL), kazoo (ZooKeeper). Each refusal with its reason: a client without TLS, a client
+# trusting another CA, a name the certificate does not hold, bytes smuggled after an SSLRequest.
+# Then a certificate from a new CA, loaded by SIGHUP; then client certificates required, with and
+# without one.
 #
 #   tls_test.sh BUILD_DIR PORT_BASE
 source "$(dirname "$0")/../cluster_lib.sh" "$1" "$2" tls
@@ -84,6 +87,40 @@ grep -q "Protocol version: TLSv1.3" <<<"$handshake" || fail "openssl s_client: $
 grep -q "Verification: OK" <<<"$handshake" || fail "openssl s_client: $handshake"
 echo "ok: openssl s_client verifies the node's chain over TLSv1.3"
 
+# The other client ports, each with its own clients.
+redis_port=$((port_base + 301)) pg_port=$((port_base + 402)) zk_port=$((port_base + 503))
+redis_tls() {
+    redis-cli -h 127.0.0.1 -p "$redis_port" --tls --cacert "${cacert:-$pki/ca.crt}" "$@" 2>&1
+}
+out=$(redis_tls SET tls-key over-tls)
+[ "$out" = OK ] || fail "redis-cli --tls SET: $out"
+out=$(redis_tls GET tls-key)
+[ "$out" = over-tls ] || fail "redis-cli --tls GET: $out"
+pg_url() {
+    echo "host=$1 port=$pg_port user=raftlock dbname=raftlock sslmode=$2 sslrootcert=$pki/ca.crt"
+}
+out=$(psql "$(pg_url localhost verify-full)" -tAc "SELECT 'over TLS'" 2>&1)
+[ "$out" = "over TLS" ] || fail "psql sslmode=verify-full: $out"
+/usr/bin/python3 - "$pki/ca.crt" "$redis_port" "$(pg_url 127.0.0.1 verify-full)" "$zk_port" <<'PY' ||
+import sys
+import psycopg
+import redis
+from kazoo.client import KazooClient
+ca, redis_port, pg_url, zk_port = sys.argv[1:]
+r = redis.Redis(host="127.0.0.1", port=int(redis_port), ssl=True, ssl_ca_certs=ca)
+assert r.get("tls-key") == b"over-tls", "redis-py over TLS"
+with psycopg.connect(pg_url) as conn:
+    assert conn.pgconn.ssl_in_use, "psycopg without TLS"
+    assert conn.execute("SELECT 41 + 1").fetchone() == (42,), "psycopg over TLS"
+zk = KazooClient(hosts=f"127.0.0.1:{zk_port}", use_ssl=True, ca=ca, verify_certs=True)
+zk.start(timeout=15)
+zk.create("/tls-zk", b"over TLS")
+assert zk.get("/tls-zk")[0] == b"over TLS", "kazoo over TLS"
+zk.stop()
+PY
+    fail "redis-py, psycopg or kazoo over TLS"
+echo "ok: redis-cli --tls, psql and psycopg (verify-full), redis-py and kazoo over TLS"
+
 # Refusals: each fails without touching the data, with its reason.
 before=$(tls_failures)
 # A client without TLS hears nothing it can read: the node logs why and closes, and the client
@@ -102,24 +139,97 @@ out=$("$build_dir/cli/raftlock" --endpoints "127.1:${client_ports[0]}" --timeout
 [ "$status" = 3 ] && grep -q "hostname mismatch" <<<"$out" || fail "a wrong name: $out"
 expect_exit 2 --cacert "$pki/missing.crt" get /tls
 grep -q "missing.crt" <<<"$out" || fail "a missing CA file: $out"
+if out=$(redis-cli -h 127.0.0.1 -p "$redis_port" GET tls-key 2>&1); then
+    fail "redis-cli without TLS was answered: $out"
+fi
+out=$(cacert=$pki/other.crt redis_tls GET tls-key) && fail "redis-cli trusting another CA: $out"
+grep -q "certificate verify failed" <<<"$out" || fail "redis-cli trusting another CA: $out"
+out=$(psql "$(pg_url 127.0.0.1 disable)" -tAc "SELECT 1" 2>&1) && fail "psql in the clear: $out"
+grep -q "this port accepts only TLS connections" <<<"$out" || fail "psql in the clear: $out"
+# (libpq connects to hostaddr and checks the certificate against host.)
+out=$(psql "hostaddr=127.0.0.1 $(pg_url not-the-node.example verify-full)" -tAc "SELECT 1" 2>&1) &&
+    fail "psql, a wrong name: $out"
+grep -q "does not match host name" <<<"$out" || fail "psql, a wrong name: $out"
+# Bytes sent in the clear behind the SSLRequest, before the handshake, could be taken as part of
+# the encrypted session (CVE-2021-23214): refused.
+out=$(/usr/bin/python3 - "$pg_port" <<'PY'
+import socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(struct.pack("!ii", 8, 80877103) + b"Q\0\0\0\x0dSELECT 1\0")
+reply = b""
+while chunk := s.recv(4096):
+    reply += chunk
+fields = dict((f[:1], f[1:]) for f in reply[5:].split(b"\0") if f)  # an ErrorResponse's fields
+print(reply[:1].decode(), fields.get(b"M", b"").decode())
+PY
+)
+[ "$out" = "E received unencrypted data after SSL request" ] || fail "smuggled bytes: $out"
 after=$(tls_failures)
 [ "$after" -gt "$before" ] || fail "raftlock_tls_failures_total did not count the refusals"
 expect_exit 0 --cacert "$pki/ca.crt" get /tls
 [ "$out" = "over TLS" ] || fail "the data changed: $out"
 echo "ok: plain text, another CA and a wrong name refused ($((after - before)) TLS failures" \
-    "counted), a missing CA file named"
+    "counted), a missing CA file named, bytes behind an SSLRequest refused"
+
+# Rotation: a certificate from a new CA, loaded by SIGHUP, serves new connections; a key file
+# that does not load leaves the previous certificate in place.
+new_ca ca2 "raftlock test CA 2"
+mint_by() {
+    local ca=$1 name=$2
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=raftlock node" \
+        -keyout "$pki/$name.key" -out "$pki/$name.csr" 2>/dev/null
+    openssl x509 -req -in "$pki/$name.csr" -CA "$pki/$ca.crt" -CAkey "$pki/$ca.key" \
+        -CAcreateserial -days 2 -extfile "$pki/node.ext" -out "$pki/$name.crt" 2>/dev/null
+}
+mint_by ca2 rotated
+hangup_nodes() {
+    local n
+    for n in 1 2 3; do
+        kill -HUP "$(cat "$work/data/node$n/raftlockd.pid")"
+    done
+}
+cp "$pki/rotated.crt" "$pki/node.crt"
+echo "not a key" >"$pki/node.key"
+hangup_nodes
+wait_for_log() {
+    local i
+    for i in $(seq 50); do
+        if [ "$(grep -c "$1" "$work"/data/node*/raftlockd.log | awk -F: '{s += $2} END {print s}')" -ge "$2" ]; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    fail "expected $2 log lines matching: $1"
+}
+wait_for_log "TLS files not reloaded, the previous ones stay in use: cannot use the key file" 3
+expect_exit 0 --cacert "$pki/ca.crt" get /tls
+cp "$pki/rotated.key" "$pki/node.key"
+hangup_nodes
+wait_for_log "SIGHUP: TLS certificate .* reloaded for new connections" 3
+expect_exit 0 --cacert "$pki/ca2.crt" get /tls
+expect_exit 3 --cacert "$pki/ca.crt" get /tls
+out=$(cacert=$pki/ca2.crt redis_tls GET tls-key)
+[ "$out" = over-tls ] || fail "redis-cli after the rotation: $out"
+out=$(PGSSLROOTCERT=$pki/ca2.crt psql "host=localhost port=$pg_port user=raftlock dbname=raftlock \
+    sslmode=verify-full" -tAc "SELECT 1" 2>&1)
+[ "$out" = 1 ] || fail "psql after the rotation: $out"
+echo "ok: SIGHUP loads a rotated certificate for every port; a broken key file is not loaded"
 
 # Mutual TLS: the same cluster restarted requiring client certificates of the CA.
 cluster down >/dev/null
+tls_args="--tls-cert-file $pki/node.crt --tls-key-file $pki/node.key"  # (now rotated.crt's)
 export RAFTLOCKD_ARGS="$tls_args --tls-ca-file $pki/ca.crt --tls-client-auth require"
 cluster up >/dev/null
 # TLS 1.3 ends the client's handshake before the node checks its certificate: the client learns
 # of the refusal from the alert after it sent its request, and retries until its deadline.
-timeout=2s expect_exit 1 --cacert "$pki/ca.crt" get /tls
+timeout=2s expect_exit 1 --cacert "$pki/ca2.crt" get /tls
 grep -q "peer did not return a certificate" "$work"/data/node*/raftlockd.log ||
     fail "no node logged the missing client certificate"
-expect_exit 0 --cacert "$pki/ca.crt" --cert "$pki/alice.crt" --key "$pki/alice.key" get /tls
+expect_exit 0 --cacert "$pki/ca2.crt" --cert "$pki/alice.crt" --key "$pki/alice.key" get /tls
 [ "$out" = "over TLS" ] || fail "with a client certificate: $out"
 expect_exit 2 --cert "$pki/alice.crt" --key "$pki/alice.key" get /tls
+out=$(redis-cli -h 127.0.0.1 -p "$redis_port" --tls --cacert "$pki/ca2.crt" --cert "$pki/alice.crt" \
+    --key "$pki/alice.key" GET tls-key 2>&1)
+[ "$out" = over-tls ] || fail "redis-cli with a client certificate: $out"
 echo "ok: client certificates required: refused without one, served with alice's"
 echo "tls_test: all passed"
