@@ -207,20 +207,39 @@ bool is_loopback(const std::string& host) {
     return host == "localhost" || (!ec && address.is_loopback());
 }
 
-// The server context of every client port, from --tls-cert-file and friends (null without TLS).
-Result<std::shared_ptr<const net::TlsContext>, std::string> make_tls(const ServerConfig& config) {
+// The server contexts from --tls-cert-file and friends (null without TLS): one for the client
+// ports, and one for the admin port, which asks for no client certificate: its routes only read
+// (status, metrics, health), and probes and scrapers seldom carry one.
+struct TlsContexts {
+    std::shared_ptr<const net::TlsContext> clients;
+    std::shared_ptr<const net::TlsContext> admin;
+};
+
+Result<TlsContexts, std::string> make_tls(const ServerConfig& config) {
     if (config.tls_cert_file.empty()) {
-        return std::shared_ptr<const net::TlsContext>();
+        return TlsContexts{};
     }
-    return net::TlsContext::make({.role = net::TlsRole::kServer,
-                                  .cert_file = config.tls_cert_file,
-                                  .key_file = config.tls_key_file,
-                                  .ca_file = config.tls_ca_file,
-                                  .require_client_certificate = config.tls_client_cert_required});
+    auto clients =
+        net::TlsContext::make({.role = net::TlsRole::kServer,
+                               .cert_file = config.tls_cert_file,
+                               .key_file = config.tls_key_file,
+                               .ca_file = config.tls_ca_file,
+                               .require_client_certificate = config.tls_client_cert_required});
+    if (!clients.ok()) {
+        return clients.error();
+    }
+    auto admin = net::TlsContext::make({.role = net::TlsRole::kServer,
+                                        .cert_file = config.tls_cert_file,
+                                        .key_file = config.tls_key_file});
+    if (!admin.ok()) {
+        return admin.error();
+    }
+    return TlsContexts{std::move(clients).value(), std::move(admin).value()};
 }
 
-// The client ports that are open, for what applies to all of them.
+// The client ports that are open, for what applies to all of them (and the admin port, for TLS).
 struct ClientPorts {
+    net::AdminHttp* admin = nullptr;
     net::ClientListener* client = nullptr;
     net::RespListener* redis = nullptr;
     net::PgListener* pg = nullptr;
@@ -263,9 +282,10 @@ void reload_tls_on_sighup(asio::signal_set& hangups,
             ++failures;
             spdlog::error("SIGHUP: TLS files not reloaded, the previous ones stay in use: {}",
                           tls.error());
-        } else if (tls.value() != nullptr) {
+        } else if (tls.value().clients != nullptr) {
             ++reloads;
-            ports.each([&](auto& listener) { listener.set_tls(tls.value()); });
+            ports.each([&](auto& listener) { listener.set_tls(tls.value().clients); });
+            ports.admin->set_tls(tls.value().admin);
             spdlog::info("SIGHUP: TLS certificate {} reloaded for new connections",
                          config.tls_cert_file);
         }
@@ -364,8 +384,9 @@ int run(const ServerConfig& config) {
         spdlog::critical("TLS: {}", tls.error());
         return 1;
     }
-    if (tls.value() != nullptr) {
-        spdlog::info("every client port speaks TLS only (certificate {}{})", config.tls_cert_file,
+    if (tls.value().clients != nullptr) {
+        spdlog::info("every client port and the admin port speak TLS only (certificate {}{})",
+                     config.tls_cert_file,
                      config.tls_client_cert_required ? ", client certificates required" : "");
     } else {
         for (const Endpoint* listen :
@@ -378,7 +399,7 @@ int run(const ServerConfig& config) {
             }
         }
     }
-    client_options.tls = tls.value();
+    client_options.tls = tls.value().clients;
     net::ClientListener listener(io, client_options, replica);
     client_sink.listener = &listener;
     ClientPorts ports{.client = &listener};
@@ -394,7 +415,7 @@ int run(const ServerConfig& config) {
         redis_frontend = std::make_unique<RedisFrontend>(redis_options, resp_sink, replica);
         auto resp_options =
             client_port_options<net::RespListenerOptions>(config, config.redis_listen, budget);
-        resp_options.tls = tls.value();
+        resp_options.tls = tls.value().clients;
         redis_listener = std::make_unique<net::RespListener>(io, resp_options, *redis_frontend);
         resp_sink.listener = redis_listener.get();
         ports.redis = redis_listener.get();
@@ -419,7 +440,7 @@ int run(const ServerConfig& config) {
         pg_frontend = std::make_unique<PgFrontend>(pg_options, pg_sink, replica);
         auto listen_options =
             client_port_options<net::PgListenerOptions>(config, config.pg_listen, budget);
-        listen_options.tls = tls.value();
+        listen_options.tls = tls.value().clients;
         pg_listener = std::make_unique<net::PgListener>(io, listen_options, *pg_frontend);
         pg_sink.listener = pg_listener.get();
         ports.pg = pg_listener.get();
@@ -464,7 +485,7 @@ int run(const ServerConfig& config) {
         zk_frontend = std::make_unique<ZkFrontend>(zk_options, zk_sink, replica);
         auto listen_options =
             client_port_options<net::ZkListenerOptions>(config, config.zk_listen, budget);
-        listen_options.tls = tls.value();
+        listen_options.tls = tls.value().clients;
         zk_listener = std::make_unique<net::ZkListener>(io, listen_options, *zk_frontend);
         zk_sink.listener = zk_listener.get();
         ports.zk = zk_listener.get();
@@ -481,9 +502,11 @@ int run(const ServerConfig& config) {
     metrics.add_counter(
         "raftlock_tls_failures_total",
         "Client connections closed because their TLS handshake or a record failed (a "
-        "certificate refused, plain text on a TLS port), over every client port.",
+        "certificate refused, plain text on a TLS port), over every client port and the admin "
+        "port.",
         [&ports] {
-            return static_cast<double>(ports.total(&net::StreamListenerStats::tls_failures));
+            return static_cast<double>(ports.total(&net::StreamListenerStats::tls_failures) +
+                                       ports.admin->tls_failures());
         });
     uint64_t tls_reloads = 0;
     uint64_t tls_reload_failures = 0;
@@ -526,9 +549,11 @@ int run(const ServerConfig& config) {
         return net::HttpReply{replica.healthy() ? 200u : 503u, "text/plain; charset=utf-8",
                               replica.health() + "\n"};
     };
-    net::AdminHttp admin(io,
-                         net::AdminHttpOptions{config.admin_listen.host, config.admin_listen.port},
-                         std::move(routes));
+    net::AdminHttpOptions admin_options{.listen_host = config.admin_listen.host,
+                                        .listen_port = config.admin_listen.port,
+                                        .tls = tls.value().admin};
+    net::AdminHttp admin(io, admin_options, std::move(routes));
+    ports.admin = &admin;
     metrics.add_counter("raftlock_admin_connections_evicted_total",
                         "Admin HTTP connections closed before a whole request to make room for a "
                         "new one (all were taken).",
@@ -542,9 +567,10 @@ int run(const ServerConfig& config) {
             return 1;
         }
     }
-    spdlog::info("node {} listening: raft {}:{}, clients {}:{}, admin http://{}:{}", config.node_id,
+    spdlog::info("node {} listening: raft {}:{}, clients {}:{}, admin {}://{}:{}", config.node_id,
                  config.self().raft.host, transport.port(), config.client_listen.host,
-                 listener.port(), config.admin_listen.host, admin.port());
+                 listener.port(), admin_options.tls != nullptr ? "https" : "http",
+                 config.admin_listen.host, admin.port());
 
     asio::steady_timer ticker(io, std::chrono::steady_clock::now());
     asio::signal_set signals(io, SIGINT, SIGTERM);

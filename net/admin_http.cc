@@ -3,14 +3,15 @@
 #include <array>
 #include <chrono>
 #include <optional>
+#include <sstream>
 #include <string_view>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <fmt/format.h>
@@ -37,27 +38,23 @@ constexpr uint32_t kRequestBytesMax = 16 * 1024;
 constexpr size_t kLingerBytesMax = 64 * 1024;
 constexpr milliseconds kLingerMs{1000};
 
+// The connection's bytes are read and written by hand, not by Beast's stream algorithms, so that
+// one path serves HTTP and HTTPS: with TLS, what is read goes through the TlsSession before the
+// parser, and what is written comes out of it.
 struct HttpConn {
-    HttpConn(tcp::socket s, uint64_t id_)
-        : stream(std::move(s)), buffer(kRequestBytesMax), id(id_) {}
+    HttpConn(tcp::socket s, uint64_t id_) : stream(std::move(s)), id(id_) {}
 
-    beast::tcp_stream stream;  // carries the per-operation deadline
-    beast::flat_buffer buffer;
+    beast::tcp_stream stream;         // carries the per-operation deadline
+    std::unique_ptr<TlsSession> tls;  // on an HTTPS port
+    std::string input;                // request bytes (decrypted) not yet taken by the parser
     std::optional<http::request_parser<http::string_body>> parser;  // one per request
-    http::response<http::string_body> response;
-    std::array<char, 4096> drain_buffer;
+    std::string output;                                             // what is being written
+    std::array<char, 4096> read_buffer;
     size_t drained_bytes = 0;
     uint64_t id;
     bool reading = false;  // waiting for (the rest of) a request: what a full port may evict
     bool closed = false;
 };
-
-// True for errors that mean "the bytes are not an acceptable HTTP request" (answered 400), as
-// opposed to the client going away or timing out (closed without a word).
-bool is_malformed(const error_code& ec) {
-    return ec.category() == http::make_error_code(http::error::bad_method).category() &&
-           ec != http::error::end_of_stream && ec != http::error::partial_message;
-}
 
 class AdminCore : public std::enable_shared_from_this<AdminCore> {
 public:
@@ -69,6 +66,7 @@ public:
         : options_(std::move(options)), routes_(std::move(routes)), acceptor_(io), retry_(io) {
         RL_ASSERT(options_.connections_max > 0);
         RL_ASSERT(options_.idle_timeout_ms > 0);
+        RL_ASSERT(options_.tls == nullptr || options_.tls->role() == TlsRole::kServer);
         for (const auto& [path, route] : routes_) {
             RL_ASSERT_MSG(!path.empty() && path[0] == '/', "routes are absolute paths");
             RL_ASSERT(route != nullptr);
@@ -79,12 +77,23 @@ public:
     uint16_t port() const { return port_; }
     void stop();
     uint64_t evicted() const { return evicted_; }
+    uint64_t tls_failures() const { return tls_failures_; }
+    void set_tls(std::shared_ptr<const TlsContext> tls) {
+        RL_ASSERT(options_.tls != nullptr && tls != nullptr);
+        options_.tls = std::move(tls);
+    }
 
 private:
     void accept();
     void on_accept(tcp::socket socket);
     bool evict_reading();
+    // Waits for the next request: parses what was read already, reads more when that is not one.
     void read(const ConnPtr& c);
+    void parse(const ConnPtr& c);
+    void read_more(const ConnPtr& c);
+    void on_bytes(const ConnPtr& c, std::string_view bytes);
+    // Writes `bytes` (already encrypted on an HTTPS port), then runs `then`.
+    void write(const ConnPtr& c, std::string bytes, std::function<void()> then);
     void on_request(const ConnPtr& c);
     void respond(const ConnPtr& c,
                  HttpReply reply,
@@ -104,6 +113,7 @@ private:
     std::map<uint64_t, ConnPtr> conns_;
     uint64_t next_id_ = 1;
     uint64_t evicted_ = 0;
+    uint64_t tls_failures_ = 0;
     bool started_ = false;
     bool stopped_ = false;
     LogLimiter log_{kRepeatedLineInterval};
@@ -155,6 +165,11 @@ void AdminCore::on_accept(tcp::socket socket) {
         return;
     }
     auto c = std::make_shared<HttpConn>(std::move(socket), next_id_++);
+    if (options_.tls != nullptr) {
+        c->tls = std::make_unique<TlsSession>(options_.tls);
+        const Result<bool, std::string> started = c->tls->start();
+        RL_ASSERT_MSG(started.ok(), "a TLS server session failed before its first byte");
+    }
     conns_.emplace(c->id, c);
     read(c);
 }
@@ -183,24 +198,95 @@ void AdminCore::read(const ConnPtr& c) {
     c->parser->header_limit(kRequestBytesMax);
     c->parser->body_limit(kRequestBytesMax);
     c->stream.expires_after(milliseconds(options_.idle_timeout_ms));
-    http::async_read(c->stream, c->buffer, *c->parser,
-                     [self = shared_from_this(), c](error_code ec, size_t) {
-                         if (self->stopped_ || c->closed) {
-                             return;
-                         }
-                         c->reading = false;
-                         if (is_malformed(ec)) {
-                             HttpReply reply{400, "text/plain; charset=utf-8",
-                                             "bad request: " + ec.message() + "\n"};
-                             self->respond(c, std::move(reply), 11, false, false, false);
-                             return;
-                         }
-                         if (ec) {
-                             self->close_conn(c);  // closed by the client, reset, or idle
-                             return;
-                         }
-                         self->on_request(c);
-                     });
+    parse(c);
+}
+
+// The parser takes what it can of the input; the limits bound what it waits for (a request
+// longer than kRequestBytesMax is an error, so the input holds at most that and one read).
+void AdminCore::parse(const ConnPtr& c) {
+    RL_ASSERT(c->reading && c->parser.has_value());
+    while (!c->input.empty()) {
+        error_code ec;
+        const size_t used = c->parser->put(asio::buffer(c->input), ec);
+        RL_ASSERT(used <= c->input.size());
+        c->input.erase(0, used);
+        if (ec == http::error::need_more) {
+            break;
+        }
+        if (ec) {
+            c->reading = false;
+            HttpReply reply{400, "text/plain; charset=utf-8",
+                            "bad request: " + ec.message() + "\n"};
+            respond(c, std::move(reply), 11, false, false, false);
+            return;
+        }
+        if (c->parser->is_done()) {
+            c->reading = false;
+            on_request(c);
+            return;
+        }
+    }
+    read_more(c);
+}
+
+void AdminCore::read_more(const ConnPtr& c) {
+    c->stream.async_read_some(asio::buffer(c->read_buffer),
+                              [self = shared_from_this(), c](error_code ec, size_t n) {
+                                  if (self->stopped_ || c->closed) {
+                                      return;
+                                  }
+                                  if (ec) {
+                                      self->close_conn(c);  // closed by the client, reset, or idle
+                                      return;
+                                  }
+                                  self->on_bytes(c, std::string_view(c->read_buffer.data(), n));
+                              });
+}
+
+void AdminCore::on_bytes(const ConnPtr& c, std::string_view bytes) {
+    if (c->tls == nullptr) {
+        c->input.append(bytes);
+        parse(c);
+        return;
+    }
+    const Result<bool, std::string> fed = c->tls->feed(bytes, c->input);
+    std::string out = c->tls->take_output();  // handshake messages, or the alert
+    if (!fed.ok()) {
+        ++tls_failures_;
+        log_.log("http-tls", "admin http: closed a connection whose TLS failed: " + fed.error());
+        write(c, std::move(out), [this, c] { close_conn(c); });
+        return;
+    }
+    if (c->tls->peer_closed()) {
+        close_conn(c);
+        return;
+    }
+    if (out.empty()) {
+        parse(c);
+    } else {
+        write(c, std::move(out), [this, c] { parse(c); });
+    }
+}
+
+void AdminCore::write(const ConnPtr& c, std::string bytes, std::function<void()> then) {
+    if (bytes.empty()) {
+        then();
+        return;
+    }
+    c->output = std::move(bytes);
+    c->stream.expires_after(milliseconds(options_.idle_timeout_ms));
+    asio::async_write(
+        c->stream, asio::buffer(c->output),
+        [self = shared_from_this(), c, then = std::move(then)](error_code ec, size_t) {
+            if (self->stopped_ || c->closed) {
+                return;
+            }
+            if (ec) {
+                self->close_conn(c);
+                return;
+            }
+            then();
+        });
 }
 
 void AdminCore::on_request(const ConnPtr& c) {
@@ -231,8 +317,7 @@ void AdminCore::respond(const ConnPtr& c,
                         bool keep_alive,
                         bool head,
                         bool allow_header) {
-    http::response<http::string_body>& response = c->response;
-    response = {};
+    http::response<http::string_body> response;
     response.version(version);
     response.result(reply.status);
     response.set(http::field::server, "raftlock");
@@ -246,25 +331,37 @@ void AdminCore::respond(const ConnPtr& c,
     if (head) {
         response.body().clear();  // Content-Length still says what a GET would get
     }
-    c->stream.expires_after(milliseconds(options_.idle_timeout_ms));
-    http::async_write(c->stream, response,
-                      [self = shared_from_this(), c, keep_alive](error_code ec, size_t) {
-                          if (self->stopped_ || c->closed) {
-                              return;
-                          }
-                          if (ec) {
-                              self->close_conn(c);
-                          } else if (keep_alive) {
-                              self->read(c);
-                          } else {
-                              self->linger(c);
-                          }
-                      });
+    std::ostringstream text;
+    text << response;
+    std::string bytes = std::move(text).str();
+    if (c->tls != nullptr) {
+        if (const Result<bool, std::string> w = c->tls->write(bytes); !w.ok()) {
+            ++tls_failures_;
+            close_conn(c);
+            return;
+        }
+        bytes = c->tls->take_output();
+    }
+    write(c, std::move(bytes), [this, c, keep_alive] {
+        if (keep_alive) {
+            read(c);
+        } else {
+            linger(c);
+        }
+    });
 }
 
 // Half-close, then read until the client closes: closing with request bytes still unread would
 // send a reset, which can destroy the response (the 400 saying why) before the client reads it.
 void AdminCore::linger(const ConnPtr& c) {
+    if (c->tls != nullptr && !c->tls->peer_closed()) {
+        c->tls->shutdown();  // close_notify after the response
+        write(c, c->tls->take_output(), [this, c] {
+            c->tls.reset();  // what follows is only discarded
+            linger(c);
+        });
+        return;
+    }
     error_code ignored;
     c->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
     c->stream.expires_after(kLingerMs);
@@ -272,7 +369,7 @@ void AdminCore::linger(const ConnPtr& c) {
 }
 
 void AdminCore::drain(const ConnPtr& c) {
-    c->stream.async_read_some(asio::buffer(c->drain_buffer),
+    c->stream.async_read_some(asio::buffer(c->read_buffer),
                               [self = shared_from_this(), c](error_code ec, size_t n) {
                                   if (self->stopped_ || c->closed) {
                                       return;
@@ -327,6 +424,14 @@ void AdminHttp::stop() {
 
 uint64_t AdminHttp::evicted() const {
     return impl_->core->evicted();
+}
+
+uint64_t AdminHttp::tls_failures() const {
+    return impl_->core->tls_failures();
+}
+
+void AdminHttp::set_tls(std::shared_ptr<const TlsContext> tls) {
+    impl_->core->set_tls(std::move(tls));
 }
 
 }  // namespace raftlock::net

@@ -15,7 +15,9 @@
 #
 # Environment:
 #   RAFTLOCK_CLUSTER_ID   cluster id (default 1)
-#   RAFTLOCKD_ARGS        extra raftlockd flags for every node, e.g. "--log-level debug"
+#   RAFTLOCKD_ARGS        extra raftlockd flags for every node, e.g. "--log-level debug"; with
+#                         --tls-cert-file the admin port is HTTPS, checked with $RAFTLOCK_CACERT
+#                         when it is set (else unverified: these are this script's own nodes)
 #   RAFTLOCK_NO_BUILD=1   use the binaries already in the build directory: no deps.sh, no build
 #   RAFTLOCK_BUILD_DIR, RAFTLOCK_DATA_DIR, RAFTLOCK_PORT_BASE   (defaults build, data, 7000)
 set -euo pipefail
@@ -88,9 +90,26 @@ node_pid() {
     echo "$pid"
 }
 
-# GET http://127.0.0.1:PORT/PATH with a 1 s limit; curl when present, else bash's /dev/tcp.
+admin_scheme=http
+if [[ " ${RAFTLOCKD_ARGS:-} " == *" --tls-cert-file "* ]]; then
+    admin_scheme=https
+fi
+
+# GET http(s)://127.0.0.1:PORT/PATH with a 1 s limit; curl when present, else bash's /dev/tcp
+# (or openssl s_client for HTTPS).
 http_get() {
     local port=$1 path=$2
+    if [ "$admin_scheme" = https ]; then
+        local request openssl_verify=()
+        request=$(printf "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" "$path")
+        if [ -n "${RAFTLOCK_CACERT:-}" ]; then
+            openssl_verify=(-CAfile "$RAFTLOCK_CACERT" -verify_return_error)
+        fi
+        # (-quiet waits for the server's close, which follows the response.)
+        timeout 1 openssl s_client -quiet -connect "127.0.0.1:$port" "${openssl_verify[@]}" \
+            <<<"$request" 2>/dev/null | sed '1,/^\r$/d'
+        return
+    fi
     if command -v curl >/dev/null; then
         curl -sf --max-time 1 "http://127.0.0.1:$port$path"
         return
@@ -230,8 +249,8 @@ wait_for_serving() {
 print_endpoints() {
     local n
     for n in "${nodes[@]}"; do
-        printf '  node %s: raft 127.0.0.1:%s  client 127.0.0.1:%s  admin http://127.0.0.1:%s' \
-            "$n" "$(raft_port "$n")" "$(client_port "$n")" "$(admin_port "$n")"
+        printf '  node %s: raft 127.0.0.1:%s  client 127.0.0.1:%s  admin %s://127.0.0.1:%s' \
+            "$n" "$(raft_port "$n")" "$(client_port "$n")" "$admin_scheme" "$(admin_port "$n")"
         printf '  redis 127.0.0.1:%s  postgres 127.0.0.1:%s  zookeeper 127.0.0.1:%s\n' \
             "$(redis_port "$n")" "$(pg_port "$n")" "$(zk_port "$n")"
     done

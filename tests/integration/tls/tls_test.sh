@@ -50,12 +50,11 @@ expect_exit() {
     out=$(cli "$@" 2>&1) || status=$?
     [ "$status" = "$want" ] || fail "raftlock $* exited $status, expected $want: $out"
 }
-# A node's /metrics (no curl on a fresh machine: bash's /dev/tcp).
+# A node's /metrics, over HTTPS (no curl on a fresh machine: openssl s_client).
 metrics() {
-    exec 3<>"/dev/tcp/127.0.0.1/$1"
-    printf "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" >&3
-    cat <&3
-    exec 3<&-
+    printf "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" |
+        openssl s_client -quiet -connect "127.0.0.1:$1" -CAfile "${admin_ca:-$pki/ca.crt}" \
+            -verify_return_error 2>/dev/null
 }
 tls_failures() {
     local sum=0 n value
@@ -86,6 +85,15 @@ handshake=$(openssl s_client -connect "127.0.0.1:${client_ports[0]}" -CAfile "$p
 grep -q "Protocol version: TLSv1.3" <<<"$handshake" || fail "openssl s_client: $handshake"
 grep -q "Verification: OK" <<<"$handshake" || fail "openssl s_client: $handshake"
 echo "ok: openssl s_client verifies the node's chain over TLSv1.3"
+
+# The admin port is HTTPS, with the same certificate; plain HTTP gets no HTTP answer.
+metrics "$((port_base + 201))" | head -n 1 | grep -q "^HTTP/1.0 200 OK" || fail "GET /metrics over HTTPS"
+# shellcheck disable=SC2016  # the inner script expands its own arguments
+out=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"
+    printf "GET /metrics HTTP/1.0\r\n\r\n" >&3
+    cat <&3' _ "$((port_base + 201))" | head -c 5 | tr -cd "[:print:]") || true
+[ "$out" != "HTTP/" ] || fail "the admin port answered plain HTTP"
+echo "ok: the admin port speaks HTTPS only"
 
 # The other client ports, each with its own clients.
 redis_port=$((port_base + 301)) pg_port=$((port_base + 402)) zk_port=$((port_base + 503))
@@ -231,5 +239,9 @@ expect_exit 2 --cert "$pki/alice.crt" --key "$pki/alice.key" get /tls
 out=$(redis-cli -h 127.0.0.1 -p "$redis_port" --tls --cacert "$pki/ca2.crt" --cert "$pki/alice.crt" \
     --key "$pki/alice.key" GET tls-key 2>&1)
 [ "$out" = over-tls ] || fail "redis-cli with a client certificate: $out"
-echo "ok: client certificates required: refused without one, served with alice's"
+# The admin port asks for no client certificate: its routes only read.
+admin_ca=$pki/ca2.crt metrics "$((port_base + 202))" | head -n 1 | grep -q "^HTTP/1.0 200 OK" ||
+    fail "GET /metrics without a client certificate"
+echo "ok: client certificates required: refused without one, served with alice's; the admin" \
+    "port without one"
 echo "tls_test: all passed"
