@@ -213,11 +213,30 @@ bool is_loopback(const std::string& host) {
 struct TlsContexts {
     std::shared_ptr<const net::TlsContext> clients;
     std::shared_ptr<const net::TlsContext> admin;
+    // The Raft port's mutual TLS (--peer-tls-*): accepting and dialling.
+    std::shared_ptr<const net::TlsContext> peer_server;
+    std::shared_ptr<const net::TlsContext> peer_client;
 };
 
 Result<TlsContexts, std::string> make_tls(const ServerConfig& config) {
+    TlsContexts made;
+    if (!config.peer_tls_cert_file.empty()) {
+        for (const net::TlsRole role : {net::TlsRole::kServer, net::TlsRole::kClient}) {
+            auto context = net::TlsContext::make(
+                {.role = role,
+                 .cert_file = config.peer_tls_cert_file,
+                 .key_file = config.peer_tls_key_file,
+                 .ca_file = config.peer_tls_ca_file,
+                 .require_client_certificate = role == net::TlsRole::kServer});
+            if (!context.ok()) {
+                return "the Raft port: " + context.error();
+            }
+            (role == net::TlsRole::kServer ? made.peer_server : made.peer_client) =
+                std::move(context).value();
+        }
+    }
     if (config.tls_cert_file.empty()) {
-        return TlsContexts{};
+        return made;
     }
     auto clients =
         net::TlsContext::make({.role = net::TlsRole::kServer,
@@ -234,11 +253,14 @@ Result<TlsContexts, std::string> make_tls(const ServerConfig& config) {
     if (!admin.ok()) {
         return admin.error();
     }
-    return TlsContexts{std::move(clients).value(), std::move(admin).value()};
+    made.clients = std::move(clients).value();
+    made.admin = std::move(admin).value();
+    return made;
 }
 
 // The client ports that are open, for what applies to all of them (and the admin port, for TLS).
 struct ClientPorts {
+    net::PeerTransport* peers = nullptr;
     net::AdminHttp* admin = nullptr;
     net::ClientListener* client = nullptr;
     net::RespListener* redis = nullptr;
@@ -282,12 +304,20 @@ void reload_tls_on_sighup(asio::signal_set& hangups,
             ++failures;
             spdlog::error("SIGHUP: TLS files not reloaded, the previous ones stay in use: {}",
                           tls.error());
-        } else if (tls.value().clients != nullptr) {
-            ++reloads;
-            ports.each([&](auto& listener) { listener.set_tls(tls.value().clients); });
-            ports.admin->set_tls(tls.value().admin);
-            spdlog::info("SIGHUP: TLS certificate {} reloaded for new connections",
-                         config.tls_cert_file);
+        } else {
+            if (tls.value().clients != nullptr) {
+                ++reloads;
+                ports.each([&](auto& listener) { listener.set_tls(tls.value().clients); });
+                ports.admin->set_tls(tls.value().admin);
+                spdlog::info("SIGHUP: TLS certificate {} reloaded for new connections",
+                             config.tls_cert_file);
+            }
+            if (tls.value().peer_server != nullptr) {
+                ++reloads;
+                ports.peers->set_tls(tls.value().peer_server, tls.value().peer_client);
+                spdlog::info("SIGHUP: peer TLS certificate {} reloaded for new connections",
+                             config.peer_tls_cert_file);
+            }
         }
         reload_tls_on_sighup(hangups, config, ports, reloads, failures);
     });
@@ -371,6 +401,23 @@ int run(const ServerConfig& config) {
     }
     peer_options.on_removed = [&replica](uint64_t peer) { replica.on_removed_by_peer(peer); };
     peer_options.on_link_lost = [&replica](uint64_t peer) { replica.on_peer_link_lost(peer); };
+    const auto tls = make_tls(config);
+    if (!tls.ok()) {
+        spdlog::critical("TLS: {}", tls.error());
+        return 1;
+    }
+    peer_options.tls_server = tls.value().peer_server;
+    peer_options.tls_client = tls.value().peer_client;
+    if (peer_options.tls_server != nullptr) {
+        spdlog::info("the Raft port speaks mutual TLS only (certificate {}, naming {})",
+                     config.peer_tls_cert_file,
+                     net::peer_tls_name(config.cluster_id, config.node_id));
+    } else if (!is_loopback(config.self().raft.host)) {
+        spdlog::warn(
+            "the Raft port listens on {} without TLS: anyone who reaches it can send Raft "
+            "messages as a member (--peer-tls-cert-file)",
+            config.self().raft.host);
+    }
     net::PeerTransport transport(io, peer_options, [&replica](uint64_t from, proto::PeerFrame&& f) {
         replica.on_peer_frame(from, std::move(f));
     });
@@ -379,11 +426,6 @@ int run(const ServerConfig& config) {
     auto client_options =
         client_port_options<net::ClientListenerOptions>(config, config.client_listen, budget);
     client_options.frame_bytes_max = config.client_frame_bytes_max;
-    const auto tls = make_tls(config);
-    if (!tls.ok()) {
-        spdlog::critical("TLS: {}", tls.error());
-        return 1;
-    }
     if (tls.value().clients != nullptr) {
         spdlog::info("every client port and the admin port speak TLS only (certificate {}{})",
                      config.tls_cert_file,
@@ -402,7 +444,7 @@ int run(const ServerConfig& config) {
     client_options.tls = tls.value().clients;
     net::ClientListener listener(io, client_options, replica);
     client_sink.listener = &listener;
-    ClientPorts ports{.client = &listener};
+    ClientPorts ports{.peers = &transport, .client = &listener};
 
     // The Redis port, when configured (docs/redis-mode.md).
     RespSink resp_sink;
@@ -533,6 +575,10 @@ int run(const ServerConfig& config) {
         "Client connections this node admits over all client ports (--max-connections, "
         "lowered to fit the open-file limit).",
         [&budget] { return static_cast<double>(budget->total_max()); });
+    metrics.add_counter("raftlock_peer_tls_failures_total",
+                        "Raft-port connections (either direction) closed because TLS failed: a "
+                        "certificate of another CA, plain text on the port.",
+                        [&transport] { return static_cast<double>(transport.tls_failures()); });
     metrics.add_counter("raftlock_peer_incoming_evicted_total",
                         "Connections to the Raft port closed before their Hello to make room "
                         "for a new one (every slot was taken).",

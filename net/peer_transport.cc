@@ -31,6 +31,10 @@ using tcp = asio::ip::tcp;
 using boost::system::error_code;
 using std::chrono::milliseconds;
 
+std::string peer_tls_name(uint64_t cluster_id, uint64_t node_id) {
+    return fmt::format("node-{}.cluster-{}", node_id, cluster_id);
+}
+
 namespace {
 
 // Hello and HelloReply are a few dozen bytes; anything larger is not a raftlock peer.
@@ -85,6 +89,8 @@ struct OutPeer {
     size_t queue_bytes = 0;
     bool writing = false;
     bool flush_posted = false;
+    std::unique_ptr<TlsSession> tls;  // with mutual TLS, for the current connection
+    std::deque<std::string> raw;      // TLS handshake bytes (and the Hello) to write before frames
     size_t inflight_frames = 0;
     size_t inflight_bytes = 0;
     uint32_t backoff_ms;
@@ -104,7 +110,11 @@ struct Incoming {
     FrameDecoder decoder;
     uint64_t id;
     std::string remote;
-    uint64_t from = 0;  // the peer's id once its Hello was accepted
+    uint64_t from = 0;                // the peer's id once its Hello was accepted
+    std::unique_ptr<TlsSession> tls;  // with mutual TLS
+    std::deque<std::string> out;      // bytes to write: the handshake's, the HelloReply
+    bool writing = false;
+    bool close_when_sent = false;  // refused: closed once `out` is written
     // When a frame last arrived (the accept, before any): the quietest of a peer's connections is
     // the one its sender has given up on.
     std::chrono::steady_clock::time_point last_frame_at = std::chrono::steady_clock::now();
@@ -127,6 +137,13 @@ public:
     void stop();
     std::vector<PeerStats> stats() const;
     uint64_t incoming_evicted() const { return evicted_silent_; }
+    uint64_t tls_failures() const { return tls_failures_; }
+    void set_tls(std::shared_ptr<const TlsContext> server,
+                 std::shared_ptr<const TlsContext> client) {
+        RL_ASSERT(options_.tls_server != nullptr && server != nullptr && client != nullptr);
+        options_.tls_server = std::move(server);
+        options_.tls_client = std::move(client);
+    }
 
 private:
     using InPtr = std::shared_ptr<Incoming>;
@@ -138,12 +155,19 @@ private:
     bool drain_incoming(const InPtr& in);
     bool on_incoming_frame(const InPtr& in, proto::PeerFrame&& frame);
     bool on_hello(const InPtr& in, const proto::Hello& hello);
+    // Decrypts what an incoming connection read (sending what its TLS answers); false when the
+    // connection failed and is closing.
+    bool decrypt_incoming(const InPtr& in, std::string_view ciphertext, std::string& plaintext);
+    // Sends a frame (encrypted with TLS) on an incoming connection; closes it after when `last`.
+    void reply_incoming(const InPtr& in, std::string frame, bool last);
+    void write_incoming(const InPtr& in, std::string bytes);
     void close_quietest_from(const InPtr& newest);
     void close_incoming(Incoming& in, const std::string& why);
 
     void dial(OutPeer& peer);
     void on_connected(OutPeer& peer, uint64_t gen);
     void read_outgoing(OutPeer& peer, uint64_t gen);
+    void write_raw(OutPeer& peer, std::string bytes);
     void on_outgoing_bytes(OutPeer& peer, uint64_t gen, size_t n);
     void post_flush(OutPeer& peer);
     void flush(OutPeer& peer);
@@ -162,6 +186,7 @@ private:
     std::map<uint64_t, InPtr> incoming_;
     uint64_t next_incoming_id_ = 1;
     uint64_t evicted_silent_ = 0;
+    uint64_t tls_failures_ = 0;
     bool started_ = false;
     bool stopped_ = false;
     LogLimiter log_{kRepeatedLineInterval};
@@ -182,6 +207,9 @@ PeerCore::PeerCore(asio::io_context& io,
     RL_ASSERT(options_.backoff_ms_min <= options_.backoff_ms_max);
     RL_ASSERT(options_.queue_frames_max > 0);
     RL_ASSERT(handler_ != nullptr);
+    RL_ASSERT((options_.tls_server == nullptr) == (options_.tls_client == nullptr));
+    RL_ASSERT(options_.tls_server == nullptr || options_.tls_server->role() == TlsRole::kServer);
+    RL_ASSERT(options_.tls_client == nullptr || options_.tls_client->role() == TlsRole::kClient);
     for (const PeerAddress& a : options_.peers) {
         RL_ASSERT_MSG(a.id != 0 && a.id != options_.self_id, "peer ids are positive, not self");
         auto peer = std::make_unique<OutPeer>(io_, a, options_.backoff_ms_min);
@@ -240,6 +268,8 @@ void PeerCore::hang_up(OutPeer& peer) {
     peer.inflight_frames = 0;
     peer.inflight_bytes = 0;
     peer.decoder = FrameDecoder(kHandshakeFrameBytesMax);
+    peer.tls.reset();
+    peer.raw.clear();
 }
 
 void PeerCore::set_peers(const std::vector<PeerAddress>& peers) {
@@ -340,6 +370,11 @@ void PeerCore::on_accept(tcp::socket socket) {
     auto in = std::make_shared<Incoming>(std::move(socket), next_incoming_id_++,
                                          options_.frame_bytes_max);
     in->remote = remote;
+    if (options_.tls_server != nullptr) {
+        in->tls = std::make_unique<TlsSession>(options_.tls_server);
+        const Result<bool, std::string> started = in->tls->start();
+        RL_ASSERT_MSG(started.ok(), "a TLS server session failed before its first byte");
+    }
     incoming_.emplace(in->id, in);
     // A connection that never says Hello holds a slot; the deadline frees it.
     in->timer.expires_after(milliseconds(options_.connect_timeout_ms));
@@ -382,7 +417,15 @@ void PeerCore::read_incoming(const InPtr& in) {
                 self->close_incoming(*in, ec == asio::error::eof ? "" : ec.message());
                 return;
             }
-            in->decoder.feed(std::string_view(in->read_buffer.data(), n));
+            std::string_view bytes(in->read_buffer.data(), n);
+            std::string plaintext;
+            if (in->tls != nullptr) {
+                if (!self->decrypt_incoming(in, bytes, plaintext)) {
+                    return;
+                }
+                bytes = plaintext;
+            }
+            in->decoder.feed(bytes);
             if (self->drain_incoming(in)) {
                 self->read_incoming(in);
             }
@@ -454,6 +497,14 @@ bool PeerCore::on_hello(const InPtr& in, const proto::Hello& hello) {
     if (refusal.empty() && removed) {
         refusal = fmt::format("node {} was removed from the cluster", hello.from());
     }
+    if (refusal.empty() && in->tls != nullptr) {
+        // The CA vouches for the name; the name must be the member the Hello claims to be.
+        const std::string expected = peer_tls_name(options_.cluster_id, hello.from());
+        if (!in->tls->peer_certificate_names(expected)) {
+            refusal = fmt::format("its certificate (common name '{}') does not name {}",
+                                  in->tls->peer_common_name().value_or(""), expected);
+        }
+    }
     proto::PeerFrame reply;
     reply.mutable_hello_reply()->set_accepted(refusal.empty());
     reply.mutable_hello_reply()->set_reason(refusal);
@@ -468,12 +519,7 @@ bool PeerCore::on_hello(const InPtr& in, const proto::Hello& hello) {
                  fmt::format("node {}: refused {} (says node {}): {}", options_.self_id, in->remote,
                              hello.from(), refusal));
         // Nothing more is read; the connection closes once the reply is out (or at the deadline).
-        asio::async_write(in->socket, asio::buffer(*bytes),
-                          [self = shared_from_this(), in, bytes](error_code, size_t) {
-                              if (!self->stopped_) {
-                                  self->close_incoming(*in, "");
-                              }
-                          });
+        reply_incoming(in, std::move(*bytes), true);
         return false;
     }
     in->from = hello.from();
@@ -482,13 +528,80 @@ bool PeerCore::on_hello(const InPtr& in, const proto::Hello& hello) {
     log_.log(
         fmt::format("accept:{}", in->from),
         fmt::format("node {}: accepted node {} from {}", options_.self_id, in->from, in->remote));
-    asio::async_write(in->socket, asio::buffer(*bytes),
-                      [self = shared_from_this(), in, bytes](error_code ec, size_t) {
-                          if (ec && !self->stopped_) {
-                              self->close_incoming(*in, "sending HelloReply: " + ec.message());
-                          }
-                      });
+    reply_incoming(in, std::move(*bytes), false);
+    return !in->closed;
+}
+
+bool PeerCore::decrypt_incoming(const InPtr& in,
+                                std::string_view ciphertext,
+                                std::string& plaintext) {
+    RL_ASSERT(in->tls != nullptr && !in->closed);
+    const Result<bool, std::string> fed = in->tls->feed(ciphertext, plaintext);
+    write_incoming(in, in->tls->take_output());  // the handshake's answer, or the alert
+    if (in->closed) {
+        return false;
+    }
+    if (!fed.ok()) {
+        ++tls_failures_;
+        log_.log(
+            fmt::format("in-tls:{}", fed.error()),
+            fmt::format("node {}: refused {}: TLS: {}", options_.self_id, in->remote, fed.error()));
+        in->close_when_sent = true;
+        write_incoming(in, "");
+        return false;
+    }
+    if (in->tls->peer_closed()) {
+        close_incoming(*in, "");
+        return false;
+    }
     return true;
+}
+
+void PeerCore::reply_incoming(const InPtr& in, std::string frame, bool last) {
+    if (in->tls != nullptr) {
+        if (const Result<bool, std::string> w = in->tls->write(frame); !w.ok()) {
+            close_incoming(*in, "TLS: " + w.error());
+            return;
+        }
+        frame = in->tls->take_output();
+    }
+    in->close_when_sent = in->close_when_sent || last;
+    write_incoming(in, std::move(frame));
+}
+
+// One write at a time; a refused connection closes once its last bytes are out.
+void PeerCore::write_incoming(const InPtr& in, std::string bytes) {
+    if (in->closed) {
+        return;
+    }
+    if (!bytes.empty()) {
+        in->out.push_back(std::move(bytes));
+    }
+    if (in->writing) {
+        return;
+    }
+    if (in->out.empty()) {
+        if (in->close_when_sent) {
+            close_incoming(*in, "");
+        }
+        return;
+    }
+    in->writing = true;
+    auto data = std::make_shared<std::string>(std::move(in->out.front()));
+    in->out.pop_front();
+    asio::async_write(in->socket, asio::buffer(*data),
+                      [self = shared_from_this(), in, data](error_code ec, size_t) {
+                          if (self->stopped_ || in->closed) {
+                              return;
+                          }
+                          in->writing = false;
+                          if (ec) {
+                              self->close_incoming(
+                                  *in, in->close_when_sent ? "" : "sending: " + ec.message());
+                              return;
+                          }
+                          self->write_incoming(in, "");
+                      });
 }
 
 // A peer sends on one connection; another from it is left from an attempt it gave up on (its
@@ -592,16 +705,56 @@ void PeerCore::on_connected(OutPeer& peer, uint64_t gen) {
     hello->set_cluster_id(options_.cluster_id);
     hello->set_from(options_.self_id);
     hello->set_to(peer.address.id);
-    auto bytes = std::make_shared<std::string>();
-    encode_message_frame(frame, *bytes);
-    OutPeer* p = &peer;
-    asio::async_write(peer.socket, asio::buffer(*bytes),
-                      [self = shared_from_this(), p, gen, bytes](error_code ec, size_t) {
-                          if (ec && !self->stopped_ && p->generation == gen) {
-                              self->fail(*p, "sending Hello: " + ec.message());
-                          }
-                      });
+    std::string bytes;
+    encode_message_frame(frame, bytes);
+    if (options_.tls_client != nullptr) {
+        // The peer's certificate must name the member dialled (checked in the handshake); the
+        // Hello waits inside the session until the handshake completes.
+        peer.tls = std::make_unique<TlsSession>(
+            options_.tls_client, peer_tls_name(options_.cluster_id, peer.address.id));
+        Result<bool, std::string> ok = peer.tls->start();
+        if (ok.ok()) {
+            ok = peer.tls->write(bytes);
+        }
+        if (!ok.ok()) {
+            fail(peer, "TLS: " + ok.error());
+            return;
+        }
+        bytes = peer.tls->take_output();  // the ClientHello
+    }
+    write_raw(peer, std::move(bytes));
     read_outgoing(peer, gen);
+}
+
+// Handshake bytes go out one write at a time, before any frame (flush waits for `writing`).
+void PeerCore::write_raw(OutPeer& peer, std::string bytes) {
+    if (!bytes.empty()) {
+        peer.raw.push_back(std::move(bytes));
+    }
+    if (peer.writing || peer.raw.empty()) {
+        return;
+    }
+    peer.writing = true;
+    auto data = std::make_shared<std::string>(std::move(peer.raw.front()));
+    peer.raw.pop_front();
+    OutPeer* p = &peer;
+    asio::async_write(
+        peer.socket, asio::buffer(*data),
+        [self = shared_from_this(), p, gen = peer.generation, data](error_code ec, size_t) {
+            if (self->stopped_ || p->generation != gen) {
+                return;
+            }
+            p->writing = false;
+            if (ec) {
+                self->fail(*p, "write: " + ec.message());
+                return;
+            }
+            if (!p->raw.empty()) {
+                self->write_raw(*p, "");
+            } else {
+                self->flush(*p);
+            }
+        });
 }
 
 // Reads the HelloReply, then keeps a read pending only to learn promptly that the peer closed.
@@ -621,11 +774,38 @@ void PeerCore::read_outgoing(OutPeer& peer, uint64_t gen) {
 }
 
 void PeerCore::on_outgoing_bytes(OutPeer& peer, uint64_t gen, size_t n) {
+    std::string_view bytes(peer.read_buffer.data(), n);
+    std::string plaintext;
+    if (peer.tls != nullptr) {
+        const Result<bool, std::string> fed = peer.tls->feed(bytes, plaintext);
+        std::string out = peer.tls->take_output();
+        if (!fed.ok()) {
+            ++tls_failures_;
+            fail(peer, "TLS: " + fed.error());
+            return;
+        }
+        if (peer.tls->peer_closed()) {
+            fail(peer, "closed by the peer");
+            return;
+        }
+        if (!out.empty()) {
+            if (peer.state == OutPeer::State::kConnected) {
+                fail(peer, "unexpected TLS messages after the handshake");
+                return;
+            }
+            write_raw(peer, std::move(out));  // the client's Finished, and the Hello behind it
+        }
+        if (plaintext.empty()) {
+            read_outgoing(peer, gen);
+            return;
+        }
+        bytes = plaintext;
+    }
     if (peer.state == OutPeer::State::kConnected) {
         fail(peer, "unexpected bytes after the HelloReply");
         return;
     }
-    peer.decoder.feed(std::string_view(peer.read_buffer.data(), n));
+    peer.decoder.feed(bytes);
     std::string_view payload;
     const FrameDecoder::State state = peer.decoder.next(payload);
     if (state == FrameDecoder::State::kNeedMore) {
@@ -717,31 +897,45 @@ void PeerCore::flush(OutPeer& peer) {
         peer.queue.pop_front();
     }
     peer.queue_bytes -= batch->bytes;
+    const size_t frames = batch->frames.size();
+    if (peer.tls != nullptr) {
+        // One TLS write for the batch: records up to 16 KiB instead of one per frame.
+        std::string plaintext;
+        plaintext.reserve(batch->bytes);
+        for (const std::string& f : batch->frames) {
+            plaintext += f;
+        }
+        if (const Result<bool, std::string> w = peer.tls->write(plaintext); !w.ok()) {
+            fail(peer, "TLS: " + w.error());
+            return;
+        }
+        batch->frames.assign(1, peer.tls->take_output());
+    }
     // Buffers point into the strings, so they are taken after the vector stopped moving.
     batch->buffers.reserve(batch->frames.size());
     for (const std::string& f : batch->frames) {
         batch->buffers.push_back(asio::buffer(f));
     }
     peer.writing = true;
-    peer.inflight_frames = batch->frames.size();
+    peer.inflight_frames = frames;
     peer.inflight_bytes = batch->bytes;
     OutPeer* p = &peer;
-    asio::async_write(
-        peer.socket, batch->buffers,
-        [self = shared_from_this(), p, gen = peer.generation, batch](error_code ec, size_t) {
-            if (self->stopped_ || p->generation != gen) {
-                return;
-            }
-            p->writing = false;
-            p->inflight_frames = 0;
-            p->inflight_bytes = 0;
-            if (ec) {
-                self->fail(*p, "write: " + ec.message());
-                return;
-            }
-            p->stats.frames_sent += batch->frames.size();
-            self->flush(*p);
-        });
+    asio::async_write(peer.socket, batch->buffers,
+                      [self = shared_from_this(), p, gen = peer.generation, batch, frames](
+                          error_code ec, size_t) {
+                          if (self->stopped_ || p->generation != gen) {
+                              return;
+                          }
+                          p->writing = false;
+                          p->inflight_frames = 0;
+                          p->inflight_bytes = 0;
+                          if (ec) {
+                              self->fail(*p, "write: " + ec.message());
+                              return;
+                          }
+                          p->stats.frames_sent += frames;
+                          self->flush(*p);
+                      });
 }
 
 milliseconds PeerCore::next_backoff(OutPeer& peer) {
@@ -774,6 +968,8 @@ void PeerCore::fail(OutPeer& peer, const std::string& why) {
     peer.inflight_frames = 0;
     peer.inflight_bytes = 0;
     peer.decoder = FrameDecoder(kHandshakeFrameBytesMax);
+    peer.tls.reset();
+    peer.raw.clear();
     OutPeer* p = &peer;
     peer.timer.expires_after(delay);
     peer.timer.async_wait([self = shared_from_this(), p, gen](error_code ec) {
@@ -830,6 +1026,15 @@ std::vector<PeerStats> PeerTransport::stats() const {
 
 uint64_t PeerTransport::incoming_evicted() const {
     return impl_->core->incoming_evicted();
+}
+
+uint64_t PeerTransport::tls_failures() const {
+    return impl_->core->tls_failures();
+}
+
+void PeerTransport::set_tls(std::shared_ptr<const TlsContext> server,
+                            std::shared_ptr<const TlsContext> client) {
+    impl_->core->set_tls(std::move(server), std::move(client));
 }
 
 }  // namespace raftlock::net

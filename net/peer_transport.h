@@ -7,6 +7,11 @@
 // - Handshake: the dialler sends Hello {protocol version, cluster id, from, to}; the acceptor
 //   replies HelloReply and closes on any mismatch (another cluster, a node id it does not know,
 //   a connection meant for another node), logging the reason once per peer and cause.
+// - Mutual TLS (options.tls_server and tls_client, docs/security.md): every connection speaks
+//   TLS from its first byte, both ends present certificates of the cluster CA, and each
+//   certificate must name its member as peer_tls_name(cluster, id): the dialler's TLS checks
+//   that the node it dialled answered, the acceptor that the certificate names the member the
+//   Hello claims to be. Without them the port trusts whoever speaks its framing.
 // - Bounded: each peer's send queue holds at most queue_frames_max frames / queue_bytes_max bytes;
 //   send() on a full queue drops the frame (Raft retransmits) and counts it. Never blocks.
 // - Reconnect with exponential backoff (backoff_ms_min doubling up to backoff_ms_max, jittered);
@@ -26,6 +31,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "net/tls.h"
 
 namespace boost::asio {
 class io_context;
@@ -38,6 +44,10 @@ class PeerFrame;
 namespace raftlock::net {
 
 inline constexpr uint32_t kPeerProtocolVersion = 1;
+
+// The name a member's peer certificate must hold (its DNS subject alternative name, or its common
+// name): "node-3.cluster-1".
+std::string peer_tls_name(uint64_t cluster_id, uint64_t node_id);
 
 struct PeerAddress {
     uint64_t id = 0;
@@ -70,6 +80,11 @@ struct PeerTransportOptions {
     // not have reached the peer (TCP accepted them; the peer's kernel may have discarded them).
     // Raft retransmits by itself; requests relayed to the peer must be sent again. Optional.
     std::function<void(uint64_t peer)> on_link_lost;
+    // Mutual TLS: both or neither. tls_server (role server, requiring client certificates of the
+    // cluster CA) for accepted connections, tls_client (role client, with this node's
+    // certificate and the cluster CA) for dialled ones.
+    std::shared_ptr<const TlsContext> tls_server;
+    std::shared_ptr<const TlsContext> tls_client;
 };
 
 struct PeerStats {
@@ -118,6 +133,12 @@ public:
     // Incoming connections closed, oldest first, to make room for a new one while every slot was
     // taken and some had not said Hello.
     uint64_t incoming_evicted() const;
+    // Connections (either direction) closed because TLS failed: a certificate of another CA, or
+    // not naming the member expected, plain text on the port.
+    uint64_t tls_failures() const;
+    // New connections use these contexts (reloaded certificates). Only with TLS.
+    void set_tls(std::shared_ptr<const TlsContext> server,
+                 std::shared_ptr<const TlsContext> client);
 
 private:
     class Impl;

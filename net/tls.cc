@@ -62,6 +62,11 @@ Result<std::shared_ptr<const TlsContext>, std::string> TlsContext::make(
         return "cannot require TLS 1.2: " + drain_errors();
     }
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    // No TLS 1.3 session tickets: no client of ours resumes a session, and without them a
+    // server's handshake ends with its one flight (nothing arrives after it unasked).
+    if (server && SSL_CTX_set_num_tickets(ctx, 0) != 1) {
+        return "cannot turn session tickets off: " + drain_errors();
+    }
     if (!options.cert_file.empty()) {
         if (SSL_CTX_use_certificate_chain_file(ctx, options.cert_file.c_str()) != 1) {
             return file_error("the certificate file", options.cert_file);
@@ -258,6 +263,15 @@ void TlsSession::shutdown() {
     ERR_clear_error();
     (void)SSL_shutdown(ssl_);  // queues close_notify; the peer's answer is not awaited
     ERR_clear_error();
+}
+
+bool TlsSession::peer_certificate_names(std::string_view name) const {
+    if (!handshake_done_) {
+        return false;
+    }
+    X509* cert = SSL_get0_peer_certificate(ssl_);
+    return cert != nullptr && X509_check_host(cert, name.data(), name.size(),
+                                              X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS, nullptr) == 1;
 }
 
 std::optional<std::string> TlsSession::peer_common_name() const {

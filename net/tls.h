@@ -93,6 +93,9 @@ public:
     bool peer_closed() const { return peer_closed_; }
     // After the handshake: the common name of the peer's verified certificate, if it sent one.
     std::optional<std::string> peer_common_name() const;
+    // After the handshake: whether the peer's verified certificate names `name` (among its DNS
+    // subject alternative names, or as its common name when it has none: OpenSSL's host check).
+    bool peer_certificate_names(std::string_view name) const;
     // "TLSv1.3" or "TLSv1.2" after the handshake.
     std::string protocol() const;
 

@@ -15,7 +15,8 @@
 #
 # Environment:
 #   RAFTLOCK_CLUSTER_ID   cluster id (default 1)
-#   RAFTLOCKD_ARGS        extra raftlockd flags for every node, e.g. "--log-level debug"; with
+#   RAFTLOCKD_ARGS        extra raftlockd flags for every node, e.g. "--log-level debug"; "{n}"
+#                         in them becomes the node's number (per-node certificate files); with
 #                         --tls-cert-file the admin port is HTTPS, checked with $RAFTLOCK_CACERT
 #                         when it is set (else unverified: these are this script's own nodes)
 #   RAFTLOCK_NO_BUILD=1   use the binaries already in the build directory: no deps.sh, no build
@@ -161,13 +162,15 @@ build() {
 
 start_node() {
     local n=$1 members=() m
+    local args=${RAFTLOCKD_ARGS:-}
+    args=${args//\{n\}/$n}
     for m in "${nodes[@]}"; do
         members+=(--member "$m=127.0.0.1:$(raft_port "$m")")
     done
     mkdir -p "$(node_dir "$n")"
     rm -f "$(pid_file "$n")"
     # set -m gives the node its own process group, so a Ctrl-C in this terminal does not reach it.
-    # shellcheck disable=SC2086  # RAFTLOCKD_ARGS is a list of flags, split on purpose
+    # shellcheck disable=SC2086  # $args is a list of flags, split on purpose
     (
         set -m
         echo "=== $(date '+%F %T') cluster.sh starts node $n" >>"$(log_file "$n")"
@@ -177,7 +180,7 @@ start_node() {
             --redis-listen "127.0.0.1:$(redis_port "$n")" \
             --pg-listen "127.0.0.1:$(pg_port "$n")" \
             --zk-listen "127.0.0.1:$(zk_port "$n")" \
-            --data-dir "$(abs_path "$(node_dir "$n")")" ${RAFTLOCKD_ARGS:-} \
+            --data-dir "$(abs_path "$(node_dir "$n")")" $args \
             >>"$(log_file "$n")" 2>&1 </dev/null &
         echo $! >"$(pid_file "$n")"
     )

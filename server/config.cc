@@ -285,6 +285,16 @@ void add_tls_fields(std::vector<Field>& out) {
     out.push_back(two_word_field({"tls-client-auth", "tls_client_auth", "none|require", g,
                                   "require: a client must present a certificate of the CA"},
                                  &ServerConfig::tls_client_cert_required, "none", "require"));
+    out.push_back(text_field({"peer-tls-cert-file", "peer_tls_cert_file", "FILE", g,
+                              "this member's PEM certificate for the Raft port (mutual TLS); it "
+                              "names the member as node-ID.cluster-CLUSTER"},
+                             &ServerConfig::peer_tls_cert_file));
+    out.push_back(
+        text_field({"peer-tls-key-file", "peer_tls_key_file", "FILE", g, "its PEM private key"},
+                   &ServerConfig::peer_tls_key_file));
+    out.push_back(text_field({"peer-tls-ca-file", "peer_tls_ca_file", "FILE", g,
+                              "the cluster CA: peers' certificates must chain to it"},
+                             &ServerConfig::peer_tls_ca_file));
 }
 
 void add_timing_fields(std::vector<Field>& out) {
@@ -611,6 +621,15 @@ std::string check_tls(const ServerConfig& c, const Namer& namer) {
     if (c.tls_client_cert_required && c.tls_ca_file.empty()) {
         return fmt::format("{} require needs {}", namer.setting(field_by_flag("tls-client-auth")),
                            namer.setting(field_by_flag("tls-ca-file")));
+    }
+    const size_t peer_files = size_t{!c.peer_tls_cert_file.empty()} +
+                              size_t{!c.peer_tls_key_file.empty()} +
+                              size_t{!c.peer_tls_ca_file.empty()};
+    if (peer_files != 0 && peer_files != 3) {
+        return fmt::format("{}, {} and {} come together",
+                           namer.setting(field_by_flag("peer-tls-cert-file")),
+                           namer.setting(field_by_flag("peer-tls-key-file")),
+                           namer.setting(field_by_flag("peer-tls-ca-file")));
     }
     return "";
 }

@@ -77,6 +77,11 @@ struct ServerConfig {
     std::string tls_key_file;   // --tls-key-file: its PEM private key
     std::string tls_ca_file;    // --tls-ca-file: the CA client certificates must chain to
     bool tls_client_cert_required = false;  // --tls-client-auth require (default none)
+    // Mutual TLS on the Raft port (net/peer_transport.h): all three or none. The certificate must
+    // name this member as peer_tls_name (node-ID.cluster-CLUSTER).
+    std::string peer_tls_cert_file;  // --peer-tls-cert-file
+    std::string peer_tls_key_file;   // --peer-tls-key-file
+    std::string peer_tls_ca_file;    // --peer-tls-ca-file: the cluster CA
 
     // --- timing
     // -------------------------------------------------------------------------------------
