@@ -119,6 +119,10 @@ constexpr CounterInfo kCounters[] = {
      &Metrics::lock_grants_pushed_total},
     {"sessions_expired_total", "Session expiries this node proposed as leader.",
      &Metrics::sessions_expired_total},
+    {"forwarded_internal_refused_total",
+     "Forwarded writes refused because they carried a command only a leader proposes "
+     "(ExpireSession, Noop): a broken or hostile peer.",
+     &Metrics::forwarded_internal_refused_total},
 };
 
 }  // namespace

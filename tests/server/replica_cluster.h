@@ -82,6 +82,7 @@ public:
     void restore_link(uint64_t from, uint64_t to);
 
     Replica& replica(uint64_t node) { return *nodes_.at(node).replica; }
+    const Metrics& metrics(uint64_t node) const { return *nodes_.at(node).metrics; }
     bool alive(uint64_t node) const { return nodes_.at(node).replica != nullptr; }
     FakeClock clock;
     ServerConfig config_template;

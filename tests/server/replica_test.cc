@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "replica_cluster.h"
+#include "statemachine/codec.h"
 
 namespace raftlock::server::test {
 namespace {
@@ -109,6 +110,34 @@ TEST_CASE("a write sent to a follower is forwarded, applied, and readable on eve
     REQUIRE(got.has_value());
     CHECK(got->code() == proto::OK);
     CHECK(got->get().data() == "v1");
+}
+
+// Issue 18's report: a peer's ForwardWrite{ExpireSession} ended a holder's session at once.
+TEST_CASE("a forwarded ExpireSession or Noop is refused: only the leader proposes them",
+          "[server][replica]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(follower, 1);
+    Client client;
+    const uint64_t session = open_session(c, follower, 1, client, 5000);
+    const uint64_t token = hold(c, follower, 1, client, "held");
+    const uint64_t refused_before = c.metrics(leader).forwarded_internal_refused_total;
+    for (const statemachine::Op& op : {statemachine::Op{statemachine::ExpireSession{session}},
+                                       statemachine::Op{statemachine::Noop{}}}) {
+        statemachine::Command forged;
+        forged.op = op;
+        proto::PeerFrame frame;
+        frame.mutable_forward_write()->set_tag(77);
+        frame.mutable_forward_write()->set_command(statemachine::encode_command(forged).value());
+        c.replica(leader).on_peer_frame(follower, std::move(frame));
+    }
+    CHECK(c.metrics(leader).forwarded_internal_refused_total == refused_before + 2);
+    c.run_until([] { return false; }, 500);
+    // The session and its lock live: its release applies.
+    auto released = c.call(follower, 1, client.release("held", token));
+    REQUIRE(released.has_value());
+    CHECK(released->code() == proto::OK);
 }
 
 TEST_CASE("a write forwarded on a link that then fails is forwarded again", "[server][replica]") {
