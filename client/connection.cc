@@ -157,11 +157,21 @@ private:
             return;
         }
         if (ec) {
-            fail(ec == asio::error::eof
-                     ? fmt::format("{} closed the connection", to_string(endpoint_))
-                     : fmt::format("read from {}: {}", to_string(endpoint_), ec.message()));
+            if (ec != asio::error::eof) {
+                fail(fmt::format("read from {}: {}", to_string(endpoint_), ec.message()));
+            } else if (!received_any_ && tls_ == nullptr) {
+                // What a TLS port does to a client that speaks in the clear (it sends no alert
+                // one could read), and also a node that went away at once.
+                fail(
+                    fmt::format("{} closed the connection without a word: does it speak TLS "
+                                "(give its CA: --cacert, ClientOptions::tls)?",
+                                to_string(endpoint_)));
+            } else {
+                fail(fmt::format("{} closed the connection", to_string(endpoint_)));
+            }
             return;
         }
+        received_any_ = true;
         std::string_view received(read_buffer_.data(), bytes);
         std::string plaintext;
         if (tls_ != nullptr) {
@@ -244,7 +254,8 @@ private:
         }
     }
 
-    void fail(const std::string& reason) {
+    // `refused`: the node would not have us (a TLS failure), whether or not a connection stood.
+    void fail(const std::string& reason, bool refused = false) {
         if (closed_) {
             return;
         }
@@ -252,11 +263,14 @@ private:
         shutdown_socket();
         // The owner may drop its last reference inside the handler; we live on through `self`.
         auto self = shared_from_this();
-        handlers_.on_closed(connected_, reason);
+        handlers_.on_closed(connected_ && !refused, reason);
     }
 
+    // A TLS failure is a refusal even after our side of the handshake completed: under TLS 1.3
+    // the node's verdict on our certificate (none, or of another CA) arrives after it, as an
+    // alert. Trying again would only meet it again.
     void fail_tls(const std::string& error) {
-        fail(fmt::format("TLS with {}: {}", to_string(endpoint_), error));
+        fail(fmt::format("TLS with {}: {}", to_string(endpoint_), error), true);
     }
 
     void shutdown_socket() {
@@ -280,6 +294,7 @@ private:
     size_t queued_bytes_ = 0;
     bool connected_ = false;
     bool closed_ = false;
+    bool received_any_ = false;
 };
 
 }  // namespace

@@ -415,6 +415,13 @@ Error Core::Impl::expiry_error(const PendingRequest& pending) const {
     if (pending.last_error) {
         return Error{pending.last_error->code, fmt::format("gave up at the deadline{}", last)};
     }
+    if (!connected_) {
+        // Why the connections ended says more than the deadline: a TLS port, say.
+        return Error{ErrorCode::kTimeout,
+                     fmt::format("no answer before the deadline, and no connection at it (the "
+                                 "last ended: {})",
+                                 last_error_)};
+    }
     return Error{ErrorCode::kTimeout, "no answer before the deadline"};
 }
 

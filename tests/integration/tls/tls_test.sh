@@ -132,9 +132,10 @@ echo "ok: redis-cli --tls, psql and psycopg (verify-full), redis-py and kazoo ov
 # Refusals: each fails without touching the data, with its reason.
 before=$(tls_failures)
 # A client without TLS hears nothing it can read: the node logs why and closes, and the client
-# retries until its deadline.
+# retries until its deadline, then says what the connections did.
 timeout=2s expect_exit 1 get /tls
-grep -q "timeout" <<<"$out" || fail "plain text to a TLS port: $out"
+grep -q "timeout: .*closed the connection without a word: does it speak TLS" <<<"$out" ||
+    fail "plain text to a TLS port: $out"
 grep -q "closed a connection whose TLS failed: TLS handshake failed" "$work"/data/node*/raftlockd.log ||
     fail "no node logged the failed handshake"
 expect_exit 3 --cacert "$pki/other.crt" get /tls
@@ -231,6 +232,7 @@ cluster up >/dev/null
 # TLS 1.3 ends the client's handshake before the node checks its certificate: the client learns
 # of the refusal from the alert after it sent its request, and retries until its deadline.
 timeout=2s expect_exit 1 --cacert "$pki/ca2.crt" get /tls
+grep -q "tlsv13 alert certificate required" <<<"$out" || fail "no client certificate: $out"
 grep -q "peer did not return a certificate" "$work"/data/node*/raftlockd.log ||
     fail "no node logged the missing client certificate"
 expect_exit 0 --cacert "$pki/ca2.crt" --cert "$pki/alice.crt" --key "$pki/alice.key" get /tls
