@@ -2,6 +2,9 @@
 # The README's main command: a local three-node raftlock cluster on loopback.
 #
 #   scripts/cluster.sh up              install deps, build, start nodes 1-3, wait until they serve
+#   scripts/cluster.sh up --secure     the same with TLS on every port and mutual TLS between the
+#                                      nodes, from a throwaway CA made in DATA_DIR/pki (kept, and
+#                                      used again by later commands, until down --wipe)
 #   scripts/cluster.sh down [--wipe]   SIGTERM, SIGKILL after 10 s; --wipe also removes ./data
 #   scripts/cluster.sh status          per node: alive?, role, term, leader, commit, applied
 #   scripts/cluster.sh logs [-f] [N]   last 50 lines of the node logs (-f follows)
@@ -91,10 +94,58 @@ node_pid() {
     echo "$pid"
 }
 
+pki_dir=$data_dir/pki
+# Set by secure_setup (up --secure, or any command on a data directory that has the pki).
+secure=0
+
 admin_scheme=http
 if [[ " ${RAFTLOCKD_ARGS:-} " == *" --tls-cert-file "* ]]; then
     admin_scheme=https
 fi
+
+# A throwaway PKI for up --secure: a CA for the client ports (and one certificate for every node,
+# naming 127.0.0.1 and localhost), and a cluster CA whose certificate for node N names it
+# node-N.cluster-ID (docs/security.md). Made once; the flags go into RAFTLOCKD_ARGS.
+make_pki() {
+    local dir=$pki_dir n
+    mkdir -p "$dir"
+    chmod 700 "$dir"
+    command -v openssl >/dev/null || die "up --secure needs openssl (scripts/deps.sh installs it)"
+    # mint CA NAME CN SAN
+    mint() {
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$3" \
+            -keyout "$dir/$2.key" -out "$dir/$2.csr" 2>/dev/null
+        printf 'basicConstraints=CA:FALSE\nsubjectAltName=%s\n' "$4" >"$dir/$2.ext"
+        openssl x509 -req -in "$dir/$2.csr" -CA "$dir/$1.crt" -CAkey "$dir/$1.key" \
+            -CAcreateserial -days 365 -extfile "$dir/$2.ext" -out "$dir/$2.crt" 2>/dev/null
+        rm -f "$dir/$2.csr" "$dir/$2.ext"
+    }
+    for ca in ca cluster-ca; do
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 365 \
+            -subj "/CN=raftlock $ca (cluster.sh up --secure)" -keyout "$dir/$ca.key" \
+            -out "$dir/$ca.crt" 2>/dev/null
+    done
+    mint ca node "raftlock node" "IP:127.0.0.1,DNS:localhost"
+    for n in "${nodes[@]}"; do
+        mint cluster-ca "peer$n" "node-$n.cluster-$cluster_id" "DNS:node-$n.cluster-$cluster_id"
+    done
+    say "made a throwaway CA and certificates in $dir"
+}
+
+secure_setup() {
+    if [ "$1" = 1 ] && [ ! -f "$pki_dir/ca.crt" ]; then
+        make_pki
+    fi
+    [ -f "$pki_dir/ca.crt" ] || return 0
+    secure=1
+    local pki
+    pki=$(abs_path "$pki_dir")
+    RAFTLOCKD_ARGS="${RAFTLOCKD_ARGS:-} --tls-cert-file $pki/node.crt --tls-key-file $pki/node.key"
+    RAFTLOCKD_ARGS+=" --peer-tls-cert-file $pki/peer{n}.crt --peer-tls-key-file $pki/peer{n}.key"
+    RAFTLOCKD_ARGS+=" --peer-tls-ca-file $pki/cluster-ca.crt"
+    admin_scheme=https
+    RAFTLOCK_CACERT=${RAFTLOCK_CACERT:-$pki/ca.crt}
+}
 
 # GET http(s)://127.0.0.1:PORT/PATH with a 1 s limit; curl when present, else bash's /dev/tcp
 # (or openssl s_client for HTTPS).
@@ -262,7 +313,13 @@ print_endpoints() {
 }
 
 cmd_up() {
-    local n running=() to_start=()
+    local n running=() to_start=() want_secure=0
+    case "${1:-}" in
+        "") ;;
+        --secure) want_secure=1 ;;
+        *) die "up: unknown option '$1' (expected --secure or nothing)" ;;
+    esac
+    secure_setup 0  # a data directory made secure before stays so
     for n in "${nodes[@]}"; do
         if node_pid "$n" >/dev/null; then
             running+=("$n")
@@ -275,7 +332,10 @@ cmd_up() {
         print_endpoints
         return
     fi
-    build
+    build # (installs openssl, which make_pki needs)
+    if [ "$want_secure" = 1 ] && [ "$secure" = 0 ]; then
+        secure_setup 1
+    fi
     for n in "${to_start[@]}"; do
         [ -f "$(pid_file "$n")" ] && say "node $n: stale pid file (the process is gone); restarting"
         start_node "$n"
@@ -288,7 +348,19 @@ cmd_up() {
     echo
     echo "Try:"
     echo "  export RAFTLOCK_ENDPOINTS=$(endpoints)"
-    echo "  $cli acquire demo --ttl 30s"
+    if [ "$secure" = 1 ]; then
+        local ca
+        ca=$(abs_path "$pki_dir")/ca.crt
+        echo "  export RAFTLOCK_CACERT=$ca"
+        echo "  $cli acquire demo --ttl 30s"
+        echo "  redis-cli -p $(redis_port 1) --tls --cacert $ca SET k v"
+        echo "  psql \"host=localhost port=$(pg_port 1) user=raftlock sslmode=verify-full sslrootcert=$ca\""
+        echo "  curl --cacert $ca https://127.0.0.1:$(admin_port 1)/status"
+        echo "(every port speaks TLS only; the nodes prove their ids to each other with certificates"
+        echo "of $(abs_path "$pki_dir")/cluster-ca.crt: docs/security.md)"
+    else
+        echo "  $cli acquire demo --ttl 30s"
+    fi
 }
 
 cmd_down() {
@@ -418,6 +490,10 @@ usage() {
 main() {
     local command=${1:-}
     [ $# -gt 0 ] && shift
+    # A data directory made by up --secure stays secure for every later command (up sees to it).
+    if [ "$command" != up ]; then
+        secure_setup 0
+    fi
     case "$command" in
         up) cmd_up "$@" ;;
         down) cmd_down "$@" ;;
