@@ -13,7 +13,7 @@
 //                  [--peers SCRIPT --peer-system NAME]           lock.failover, session.keepalive
 //                  [--session-timeout-ms MS] [--failover-repeats N] [--restart-after S]
 //                  [--idle-sessions N[,N...]] [--idle-timeout-ms MS]
-//                  [--raftlock-leader-routing on|off]            raftlock's clients only
+//                  [--raftlock-leader-routing on|off] [--raftlock-cacert FILE]   raftlock only
 //
 // lock.failover and session.keepalive need to reach the system's processes: --peers names
 // bench/peers.sh and --peer-system its SYSTEM argument (leader / kill-node / start-node / pids).
@@ -59,6 +59,8 @@ struct Args {
     // --raftlock-leader-routing: raftlock's clients keep their connection on the leader
     // (ClientOptions::prefer_leader, the default) or stay on the node they reached first.
     bool raftlock_leader_routing = true;
+    // --raftlock-cacert: raftlock's clients speak TLS, trusting this CA (the cost of TLS).
+    std::string raftlock_cacert;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -173,6 +175,8 @@ Args parse(int argc, char** argv) {
                 usage_error("--raftlock-leader-routing takes on or off");
             }
             a.raftlock_leader_routing = routing == "on";
+        } else if (flag == "--raftlock-cacert") {
+            a.raftlock_cacert = value;
         } else if (flag == "--idle-hold") {
             a.idle_hold = static_cast<size_t>(positive(flag, value, false));
         } else {
@@ -237,7 +241,12 @@ std::unique_ptr<Driver> make_driver(Args& a) {
     }
     std::unique_ptr<Driver> driver;
     if (a.system == "raftlock") {
-        driver = make_raftlock_driver(endpoints, a.raftlock_leader_routing);
+        std::string error;
+        driver =
+            make_raftlock_driver(endpoints, a.raftlock_leader_routing, a.raftlock_cacert, &error);
+        if (driver == nullptr) {
+            usage_error(error);
+        }
     } else if (a.system == "redis") {
         driver = make_redis_driver(endpoints);
     } else if (a.system == "etcd") {

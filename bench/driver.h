@@ -107,8 +107,12 @@ public:
 
 // endpoints: "host:port,host:port,..." of the system's client ports.
 // leader_routing: ClientOptions::prefer_leader of every client.
+// cacert: non-empty, the clients speak TLS and trust this CA file (the cost of TLS, issue 18).
+// Null when the endpoints do not parse or the CA file does not load (`error` says which).
 std::unique_ptr<Driver> make_raftlock_driver(const std::string& endpoints,
-                                             bool leader_routing = true);
+                                             bool leader_routing = true,
+                                             const std::string& cacert = "",
+                                             std::string* error = nullptr);
 std::unique_ptr<Driver> make_redis_driver(const std::string& endpoints);
 std::unique_ptr<Driver> make_etcd_driver(const std::string& endpoints);
 // Empty when this build has no ZooKeeper C client (libzookeeper-mt-dev was not found).

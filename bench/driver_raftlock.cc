@@ -10,6 +10,7 @@
 #include "bench/driver.h"
 #include "bench/idle_sessions.h"
 #include "client/client.h"
+#include "net/tls.h"
 
 namespace raftlock::bench {
 
@@ -117,8 +118,10 @@ private:
 
 class RaftlockDriver final : public Driver {
 public:
-    RaftlockDriver(std::vector<rc::Endpoint> endpoints, bool leader_routing)
-        : endpoints_(std::move(endpoints)), leader_routing_(leader_routing) {}
+    RaftlockDriver(std::vector<rc::Endpoint> endpoints,
+                   bool leader_routing,
+                   std::shared_ptr<const net::TlsContext> tls)
+        : endpoints_(std::move(endpoints)), leader_routing_(leader_routing), tls_(std::move(tls)) {}
 
     void set_session_timeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
 
@@ -140,6 +143,7 @@ public:
         // nodes the way lock_load does (pseudo-randomly, not round robin).
         options.seed = static_cast<uint64_t>(index) + 1;
         options.prefer_leader = leader_routing_;
+        options.tls = tls_;
         auto session = std::make_unique<RaftlockSession>(std::move(options), timeout_);
         if (Status s = session->open(); !s.ok()) {
             return s.error();
@@ -150,17 +154,35 @@ public:
 private:
     std::vector<rc::Endpoint> endpoints_;
     bool leader_routing_ = true;
+    std::shared_ptr<const net::TlsContext> tls_;  // shared by every client
     std::chrono::milliseconds timeout_ = kDefaultSessionTimeout;
 };
 
 }  // namespace
 
-std::unique_ptr<Driver> make_raftlock_driver(const std::string& endpoints, bool leader_routing) {
+std::unique_ptr<Driver> make_raftlock_driver(const std::string& endpoints,
+                                             bool leader_routing,
+                                             const std::string& cacert,
+                                             std::string* error) {
     auto parsed = rc::parse_endpoints(endpoints);
     if (!parsed.ok()) {
+        if (error != nullptr) {
+            *error = parsed.error();
+        }
         return nullptr;
     }
-    return std::make_unique<RaftlockDriver>(std::move(*parsed), leader_routing);
+    std::shared_ptr<const net::TlsContext> tls;
+    if (!cacert.empty()) {
+        auto made = net::TlsContext::make({.role = net::TlsRole::kClient, .ca_file = cacert});
+        if (!made.ok()) {
+            if (error != nullptr) {
+                *error = made.error();
+            }
+            return nullptr;
+        }
+        tls = std::move(made).value();
+    }
+    return std::make_unique<RaftlockDriver>(std::move(*parsed), leader_routing, std::move(tls));
 }
 
 }  // namespace raftlock::bench
