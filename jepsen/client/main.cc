@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
                    "pinned: worker i uses only endpoint i mod N")
         ->check(CLI::IsMember({"on", "off", "mixed", "pinned"}))
         ->capture_default_str();
+    std::string cacert;
+    app.add_option("--cacert", cacert, "the cluster speaks TLS: trust this CA file");
     app.add_flag("--unfenced", options.unfenced,
                  "negative control: write without a fence and ignore safe-until");
     CLI11_PARSE(app, argc, argv);
@@ -63,6 +65,15 @@ int main(int argc, char** argv) {
         return 2;
     }
     options.endpoints = *parsed;
+    if (!cacert.empty()) {
+        auto tls = raftlock::net::TlsContext::make(
+            {.role = raftlock::net::TlsRole::kClient, .ca_file = cacert});
+        if (!tls.ok()) {
+            fmt::print(stderr, "raftlock-jepsen-client: --cacert: {}\n", tls.error());
+            return 2;
+        }
+        options.tls = std::move(tls).value();
+    }
     std::string error;
     if (!prepare_workload(options, error)) {
         fmt::print(stderr, "raftlock-jepsen-client: cannot prepare the workload: {}\n", error);

@@ -65,6 +65,7 @@ rc::ClientOptions client_options(const WorkloadOptions& options,
     o.seed = seed;
     o.prefer_leader =
         options.leader_routing == "on" || (options.leader_routing == "mixed" && seed % 2 == 0);
+    o.tls = options.tls;
     return o;
 }
 

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "client/endpoints.h"
+#include "net/tls.h"
 #include "jepsen/client/history_recorder.h"
 
 namespace raftlock::jepsen {
@@ -49,6 +50,8 @@ struct WorkloadOptions {
     // only to endpoint i mod N and never fails over, so every node keeps its clients through
     // every fault (what the stale-read negative control needs: a cut-off follower with readers).
     std::string leader_routing = "mixed";
+    // --cacert: the cluster speaks TLS; every client trusts this CA (one context for all).
+    std::shared_ptr<const net::TlsContext> tls;
 };
 
 struct WorkloadTotals {

@@ -272,7 +272,7 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
     std::map<std::string, std::string> types = e.types;
     std::map<std::string, std::string> values = e.values;
     CHECK(std::is_sorted(names.begin(), names.end()));
-    CHECK(names.size() == 18 + 1 + 4 + 4);
+    CHECK(names.size() == 19 + 1 + 4 + 4);
     for (const char* counter :
          {"raftlock_proposals_total", "raftlock_proposals_dropped_total",
           "raftlock_forwarded_writes_total", "raftlock_forwards_resent_total",
@@ -282,7 +282,8 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
           "raftlock_client_errors_total", "raftlock_read_index_requests_total",
           "raftlock_local_reads_total", "raftlock_watch_events_total",
           "raftlock_lock_grants_pushed_total", "raftlock_sessions_expired_total",
-          "raftlock_redis_reads_deferred_total", "raftlock_redis_scripts_over_budget_total"}) {
+          "raftlock_redis_reads_deferred_total", "raftlock_redis_scripts_over_budget_total",
+          "raftlock_forwarded_internal_refused_total"}) {
         INFO(counter);
         CHECK(types[counter] == "counter");
     }
