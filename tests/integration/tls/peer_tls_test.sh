@@ -9,32 +9,16 @@
 #   peer_tls_test.sh BUILD_DIR PORT_BASE
 source "$(dirname "$0")/../cluster_lib.sh" "$1" "$2" peer-tls
 
-pki=$work/pki
-mkdir -p "$pki"
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-new_ca() {
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-        -subj "/CN=$2" -keyout "$pki/$1.key" -out "$pki/$1.crt" 2>/dev/null
-}
-# mint CA NAME CN: a certificate of CA naming CN (its common name and DNS name).
-mint() {
-    local ca=$1 name=$2 cn=$3
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$cn" \
-        -keyout "$pki/$name.key" -out "$pki/$name.csr" 2>/dev/null
-    printf "basicConstraints=CA:FALSE\nsubjectAltName=DNS:%s\n" "$cn" >"$pki/$name.ext"
-    openssl x509 -req -in "$pki/$name.csr" -CA "$pki/$ca.crt" -CAkey "$pki/$ca.key" \
-        -CAcreateserial -days 2 -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null
-}
+# shellcheck source=tests/integration/tls/pki_lib.sh
+source "$(dirname "$0")/pki_lib.sh"
+
 new_ca cluster "raftlock cluster 1 CA"
 new_ca stranger "a stranger's CA"
 for n in 1 2 3; do
-    mint cluster "peer$n" "node-$n.cluster-1"
+    mint cluster "peer$n" "node-$n.cluster-1" "DNS:node-$n.cluster-1"
 done
-mint stranger forged3 "node-3.cluster-1"
-mint cluster other-cluster3 "node-3.cluster-2"
+mint stranger forged3 "node-3.cluster-1" "DNS:node-3.cluster-1"
+mint cluster other-cluster3 "node-3.cluster-2" "DNS:node-3.cluster-2"
 
 export RAFTLOCKD_ARGS="--peer-tls-cert-file $pki/peer{n}.crt --peer-tls-key-file $pki/peer{n}.key \
 --peer-tls-ca-file $pki/cluster.crt"

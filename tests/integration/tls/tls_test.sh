@@ -10,33 +10,13 @@
 #   tls_test.sh BUILD_DIR PORT_BASE
 source "$(dirname "$0")/../cluster_lib.sh" "$1" "$2" tls
 
-pki=$work/pki
-mkdir -p "$pki"
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
+# shellcheck source=tests/integration/tls/pki_lib.sh
+source "$(dirname "$0")/pki_lib.sh"
 
-# A CA, and a certificate it signs: mint NAME CN [SAN].
-new_ca() {
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-        -subj "/CN=$2" -keyout "$pki/$1.key" -out "$pki/$1.crt" 2>/dev/null
-}
-mint() {
-    local name=$1 cn=$2 san=${3:-}
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$cn" \
-        -keyout "$pki/$name.key" -out "$pki/$name.csr" 2>/dev/null
-    {
-        echo "basicConstraints=CA:FALSE"
-        if [ -n "$san" ]; then echo "subjectAltName=$san"; fi
-    } >"$pki/$name.ext"
-    openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" \
-        -CAcreateserial -days 2 -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null
-}
 new_ca ca "raftlock test CA"
 new_ca other "another CA"
-mint node "raftlock node" "IP:127.0.0.1,DNS:localhost"
-mint alice alice
+mint ca node "raftlock node" "IP:127.0.0.1,DNS:localhost"
+mint ca alice alice
 
 client_ports=($((port_base + 101)) $((port_base + 102)) $((port_base + 103)))
 endpoints="127.0.0.1:${client_ports[0]},127.0.0.1:${client_ports[1]},127.0.0.1:${client_ports[2]}"
@@ -183,14 +163,7 @@ echo "ok: plain text, another CA and a wrong name refused ($((after - before)) T
 # Rotation: a certificate from a new CA, loaded by SIGHUP, serves new connections; a key file
 # that does not load leaves the previous certificate in place.
 new_ca ca2 "raftlock test CA 2"
-mint_by() {
-    local ca=$1 name=$2
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=raftlock node" \
-        -keyout "$pki/$name.key" -out "$pki/$name.csr" 2>/dev/null
-    openssl x509 -req -in "$pki/$name.csr" -CA "$pki/$ca.crt" -CAkey "$pki/$ca.key" \
-        -CAcreateserial -days 2 -extfile "$pki/node.ext" -out "$pki/$name.crt" 2>/dev/null
-}
-mint_by ca2 rotated
+mint ca2 rotated "raftlock node" "IP:127.0.0.1,DNS:localhost"
 hangup_nodes() {
     local n
     for n in 1 2 3; do
