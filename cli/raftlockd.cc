@@ -553,7 +553,8 @@ int run(const ServerConfig& config) {
     uint64_t tls_reloads = 0;
     uint64_t tls_reload_failures = 0;
     metrics.add_counter("raftlock_tls_reloads_total",
-                        "SIGHUPs that loaded the TLS certificate, key and CA files again.",
+                        "TLS file sets (the client ports', the Raft port's) loaded again on "
+                        "SIGHUP.",
                         [&tls_reloads] { return static_cast<double>(tls_reloads); });
     metrics.add_counter(
         "raftlock_tls_reload_failures_total",

@@ -25,8 +25,8 @@
 #include <string>
 
 #include "client/endpoints.h"
-#include "net/tls.h"
 #include "jepsen/client/history_recorder.h"
+#include "net/tls.h"
 
 namespace raftlock::jepsen {
 
