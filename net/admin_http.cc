@@ -166,9 +166,7 @@ void AdminCore::on_accept(tcp::socket socket) {
     }
     auto c = std::make_shared<HttpConn>(std::move(socket), next_id_++);
     if (options_.tls != nullptr) {
-        c->tls = std::make_unique<TlsSession>(options_.tls);
-        const Result<bool, std::string> started = c->tls->start();
-        RL_ASSERT_MSG(started.ok(), "a TLS server session failed before its first byte");
+        c->tls = TlsSession::start_server(options_.tls);
     }
     conns_.emplace(c->id, c);
     read(c);

@@ -371,9 +371,7 @@ void PeerCore::on_accept(tcp::socket socket) {
                                          options_.frame_bytes_max);
     in->remote = remote;
     if (options_.tls_server != nullptr) {
-        in->tls = std::make_unique<TlsSession>(options_.tls_server);
-        const Result<bool, std::string> started = in->tls->start();
-        RL_ASSERT_MSG(started.ok(), "a TLS server session failed before its first byte");
+        in->tls = TlsSession::start_server(options_.tls_server);
     }
     incoming_.emplace(in->id, in);
     // A connection that never says Hello holds a slot; the deadline frees it.
@@ -509,8 +507,8 @@ bool PeerCore::on_hello(const InPtr& in, const proto::Hello& hello) {
     reply.mutable_hello_reply()->set_accepted(refusal.empty());
     reply.mutable_hello_reply()->set_reason(refusal);
     reply.mutable_hello_reply()->set_removed(removed);
-    auto bytes = std::make_shared<std::string>();
-    encode_message_frame(reply, *bytes);
+    std::string bytes;
+    encode_message_frame(reply, bytes);
     if (!refusal.empty()) {
         if (known != peers_.end()) {
             ++known->second->stats.handshakes_refused;
@@ -519,7 +517,7 @@ bool PeerCore::on_hello(const InPtr& in, const proto::Hello& hello) {
                  fmt::format("node {}: refused {} (says node {}): {}", options_.self_id, in->remote,
                              hello.from(), refusal));
         // Nothing more is read; the connection closes once the reply is out (or at the deadline).
-        reply_incoming(in, std::move(*bytes), true);
+        reply_incoming(in, std::move(bytes), true);
         return false;
     }
     in->from = hello.from();
@@ -528,7 +526,7 @@ bool PeerCore::on_hello(const InPtr& in, const proto::Hello& hello) {
     log_.log(
         fmt::format("accept:{}", in->from),
         fmt::format("node {}: accepted node {} from {}", options_.self_id, in->from, in->remote));
-    reply_incoming(in, std::move(*bytes), false);
+    reply_incoming(in, std::move(bytes), false);
     return !in->closed;
 }
 

@@ -299,9 +299,7 @@ void ListenerCore::on_readable(const ConnPtr& c) {
 void ListenerCore::begin_tls(const ConnPtr& c) {
     RL_ASSERT(options_.tls != nullptr);
     RL_ASSERT(c->tls == nullptr);
-    c->tls = std::make_unique<TlsSession>(options_.tls);
-    const Result<bool, std::string> started = c->tls->start();
-    RL_ASSERT_MSG(started.ok(), "a TLS server session failed before its first byte");
+    c->tls = TlsSession::start_server(options_.tls);
 }
 
 void ListenerCore::start_tls(ConnectionId id) {

@@ -145,6 +145,14 @@ TlsSession::~TlsSession() {
     SSL_free(ssl_);  // and both buffers with it
 }
 
+std::unique_ptr<TlsSession> TlsSession::start_server(std::shared_ptr<const TlsContext> context) {
+    RL_ASSERT(context != nullptr && context->role() == TlsRole::kServer);
+    auto session = std::make_unique<TlsSession>(std::move(context));
+    const Result<bool, std::string> started = session->start();
+    RL_ASSERT_MSG(started.ok(), "a TLS server session failed before its first byte");
+    return session;
+}
+
 Result<bool, std::string> TlsSession::start() {
     RL_ASSERT(!started_);
     started_ = true;

@@ -77,6 +77,9 @@ public:
     // starts by feeding what the client sent. A client fails here when OpenSSL refuses its
     // server name (longer than SNI allows, say); then the session is failed for good.
     Result<bool, std::string> start();
+    // A started server session of `context` (role server), which waits for the client's first
+    // flight: what every listener makes for a connection that speaks TLS.
+    static std::unique_ptr<TlsSession> start_server(std::shared_ptr<const TlsContext> context);
     // Ciphertext from the network, in any pieces. Appends the plaintext it completes. An error
     // (a failed handshake, a record that does not decrypt, plain text on a TLS port) is final:
     // take_output() may still hold an alert for the peer, then the connection must close.
