@@ -95,19 +95,19 @@ void Replica::handle_forward_write(uint64_t from, const proto::ForwardWrite& for
         send_forward_reply(from, forward.tag(), proto::FORWARD_BAD_COMMAND);
         return;
     }
-    // A session's expiry and a term's first entry are the leader's own to propose (its session
-    // tracker, its election): a follower forwards only what its clients asked for. A peer that
-    // forwards either is broken or hostile (issue 18's report: a forged ExpireSession ended a lock
-    // holder's session on another node's say-so).
+    // A session's expiry, a term's first entry and a root password's bootstrap are the leader's
+    // own to propose (its session tracker, its election, its start): a follower forwards only what
+    // its clients asked for. A peer that forwards one is broken or hostile (issue 18's report: a
+    // forged ExpireSession ended a lock holder's session on another node's say-so).
     const sm::Op& op = command.value().op;
-    if (std::holds_alternative<sm::ExpireSession>(op) || std::holds_alternative<sm::Noop>(op)) {
+    if (sm::leader_only(op)) {
         ++metrics_.forwarded_internal_refused_total;
         uint64_t suppressed = 0;
         const std::string key = fmt::format("{}/forwarded-internal", from);
         const net::LogLimiter::Clock::time_point now{std::chrono::milliseconds(clock_.steady_ms())};
         if (peer_input_log_.allow(key, key, now, suppressed)) {
             spdlog::warn("refused a forwarded {} from node {}: only the leader proposes it{}",
-                         std::holds_alternative<sm::Noop>(op) ? "Noop" : "ExpireSession", from,
+                         sm::op_name(op), from,
                          suppressed > 0 ? fmt::format(" ({} more held back)", suppressed) : "");
         }
         send_forward_reply(from, forward.tag(), proto::FORWARD_BAD_COMMAND);

@@ -106,7 +106,39 @@ bool valid_redis(const RedisCommand& op) {
 bool needs_session(const Op& op) {
     return !std::holds_alternative<OpenSession>(op) && !std::holds_alternative<ExpireSession>(op) &&
            !std::holds_alternative<Noop>(op) && !std::holds_alternative<RedisCommand>(op) &&
-           !std::holds_alternative<SqlCancel>(op) && !std::holds_alternative<AttachSession>(op);
+           !std::holds_alternative<SqlCancel>(op) && !std::holds_alternative<AttachSession>(op) &&
+           !std::holds_alternative<UserChange>(op) && !std::holds_alternative<RoleChange>(op) &&
+           !std::holds_alternative<AuthEnable>(op) && !std::holds_alternative<AuthBootstrap>(op);
+}
+
+// Which session-less ops carry the proposing server's nonce as their seq (echoed in
+// ApplyResult::seq so the server can match the entry to its waiting request; never deduplicated).
+bool carries_nonce(const Op& op) {
+    return std::holds_alternative<OpenSession>(op) || std::holds_alternative<SqlCancel>(op) ||
+           std::holds_alternative<AttachSession>(op) || std::holds_alternative<UserChange>(op) ||
+           std::holds_alternative<RoleChange>(op) || std::holds_alternative<AuthEnable>(op);
+}
+
+bool valid_user_change(const UserChange& o) {
+    if (!valid_auth_name(o.name) || !valid_credentials(o.credentials)) {
+        return false;
+    }
+    const bool with_credentials =
+        o.action == UserAction::kAdd || o.action == UserAction::kSetPassword;
+    const bool with_role =
+        o.action == UserAction::kGrantRole || o.action == UserAction::kRevokeRole;
+    return (with_credentials || o.credentials == Credentials{}) &&
+           (with_role ? valid_auth_name(o.role) : o.role.empty());
+}
+
+bool valid_role_change(const RoleChange& o) {
+    if (!valid_auth_name(o.name)) {
+        return false;
+    }
+    if (o.action == RoleAction::kGrant || o.action == RoleAction::kRevoke) {
+        return valid_permission(o.permission);
+    }
+    return o.permission == Permission{};
 }
 
 bool valid_op(const Op& op) {
@@ -150,6 +182,12 @@ bool valid_op(const Op& op) {
                 return o.session != kNoSession && o.first_seq > kAttachSeqGap;
             } else if constexpr (std::is_same_v<T, SetAcl>) {
                 return valid_path(o.path) && valid_version(o.version) && valid_acl(o.acl);
+            } else if constexpr (std::is_same_v<T, UserChange>) {
+                return valid_user_change(o);
+            } else if constexpr (std::is_same_v<T, RoleChange>) {
+                return valid_role_change(o);
+            } else if constexpr (std::is_same_v<T, AuthBootstrap>) {
+                return valid_credentials(o.root) && o.root.has_password();
             } else {
                 return true;  // KeepAlive, CloseSession, Noop carry no fields
             }
@@ -189,6 +227,11 @@ bool valid_path(std::string_view path) {
     return true;
 }
 
+bool leader_only(const Op& op) {
+    return std::holds_alternative<ExpireSession>(op) || std::holds_alternative<Noop>(op) ||
+           std::holds_alternative<AuthBootstrap>(op);
+}
+
 ErrorCode validate_command(const Command& c) {
     if (c.time_ms < 0 || c.time_ms > kTimeMsMax) {
         return ErrorCode::kBadArguments;
@@ -204,12 +247,10 @@ ErrorCode validate_command(const Command& c) {
         if (c.seq == 0) {
             return ErrorCode::kBadArguments;  // the keyspace's at-most-once needs it
         }
-    } else if (c.seq != 0 && !std::holds_alternative<OpenSession>(c.op) &&
-               !std::holds_alternative<SqlCancel>(c.op) &&
-               !std::holds_alternative<AttachSession>(c.op)) {
-        // An OpenSession's (or SqlCancel's, AttachSession's) seq is the proposing server's nonce,
-        // echoed in ApplyResult::seq so the server can match the entry to its request; it is never
-        // deduplicated.
+    } else if (c.seq != 0 && !carries_nonce(c.op)) {
+        return ErrorCode::kBadArguments;
+    }
+    if (!c.user.empty() && !valid_auth_name(c.user)) {
         return ErrorCode::kBadArguments;
     }
     if (c.fence && (!valid_lock_name(c.fence->lock) || c.fence->token == 0)) {
@@ -324,6 +365,31 @@ void write_op_fields(Writer& w, const AttachSession& o) {
     w.varint(o.session);
     w.varint(o.first_seq);
 }
+void write_credentials(Writer& w, const Credentials& o) {
+    w.bytes(o.salt);
+    w.varint(o.iterations);
+    w.bytes(o.stored_key);
+    w.bytes(o.server_key);
+}
+void write_op_fields(Writer& w, const UserChange& o) {
+    w.u8(static_cast<uint8_t>(o.action));
+    w.bytes(o.name);
+    write_credentials(w, o.credentials);
+    w.bytes(o.role);
+}
+void write_op_fields(Writer& w, const RoleChange& o) {
+    w.u8(static_cast<uint8_t>(o.action));
+    w.bytes(o.name);
+    w.u8(static_cast<uint8_t>(o.permission.access));
+    w.u8(static_cast<uint8_t>(o.permission.space));
+    w.bytes(o.permission.prefix);
+}
+void write_op_fields(Writer& w, const AuthEnable& o) {
+    w.u8(o.enabled ? 1 : 0);
+}
+void write_op_fields(Writer& w, const AuthBootstrap& o) {
+    write_credentials(w, o.root);
+}
 
 int32_t read_version(Reader& r) {
     return static_cast<int32_t>(r.svarint_in(-1, INT32_MAX));
@@ -356,7 +422,7 @@ Create read_create(Reader& r, uint8_t version) {
     o.data = r.bytes(kDataBytesMax);
     o.kind = static_cast<NodeKind>(r.varint_in(0, kNodeKindMax));
     o.ttl_ms = r.svarint_in(0, kTtlMsMax);
-    if (version >= kCommandFormatVersion) {
+    if (version >= kCommandFormatVersionV3) {
         o.acl = read_acl(r);
     }
     return o;
@@ -501,6 +567,34 @@ SqlStatement read_sql(Reader& r, BudgetField budget) {
     return o;
 }
 
+Credentials read_credentials(Reader& r) {
+    Credentials o;
+    o.salt = r.bytes(kCredentialSaltBytesMax);
+    o.iterations = static_cast<uint32_t>(r.varint_in(0, kCredentialIterationsMax));
+    o.stored_key = r.bytes(kCredentialKeyBytes);
+    o.server_key = r.bytes(kCredentialKeyBytes);
+    return o;
+}
+
+UserChange read_user_change(Reader& r) {
+    UserChange o;
+    o.action = static_cast<UserAction>(r.varint_in(1, kUserActionMax));
+    o.name = r.bytes(kAuthNameBytesMax);
+    o.credentials = read_credentials(r);
+    o.role = r.bytes(kAuthNameBytesMax);
+    return o;
+}
+
+RoleChange read_role_change(Reader& r) {
+    RoleChange o;
+    o.action = static_cast<RoleAction>(r.varint_in(1, kRoleActionMax));
+    o.name = r.bytes(kAuthNameBytesMax);
+    o.permission.access = static_cast<Access>(r.varint_in(1, kAccessMax));
+    o.permission.space = static_cast<Space>(r.varint_in(1, kSpaceMax));
+    o.permission.prefix = r.bytes(kPermissionPrefixBytesMax);
+    return o;
+}
+
 // Version 1 tagged an op with its index in Op, and used 16 and 17 for a RedisCommand and a
 // SqlStatement carrying a budget. Read only: entries written before version 2 stay on disk.
 Op read_op_v1(Reader& r, uint8_t tag) {
@@ -590,8 +684,28 @@ Op read_op(Reader& r, uint8_t tag, uint8_t version) {
             return o;
         }
         case OpTag::kSetAcl:
-            if (version >= kCommandFormatVersion) {
+            if (version >= kCommandFormatVersionV3) {
                 return read_set_acl(r);
+            }
+            break;
+        case OpTag::kUserChange:
+            if (version >= kCommandFormatVersion) {
+                return read_user_change(r);
+            }
+            break;
+        case OpTag::kRoleChange:
+            if (version >= kCommandFormatVersion) {
+                return read_role_change(r);
+            }
+            break;
+        case OpTag::kAuthEnable:
+            if (version >= kCommandFormatVersion) {
+                return AuthEnable{r.boolean()};
+            }
+            break;
+        case OpTag::kAuthBootstrap:
+            if (version >= kCommandFormatVersion) {
+                return AuthBootstrap{read_credentials(r)};
             }
             break;
     }
@@ -633,6 +747,7 @@ Result<std::string, ErrorCode> encode_command(const Command& c) {
             w.bytes(id.id);
         }
     }
+    w.bytes(c.user);
     w.u8(static_cast<uint8_t>(tag_of(c.op)));
     std::visit([&w](const auto& o) { write_op_fields(w, o); }, c.op);
     return out;
@@ -641,8 +756,7 @@ Result<std::string, ErrorCode> encode_command(const Command& c) {
 Result<Command, ErrorCode> decode_command(std::string_view bytes) {
     Reader r(bytes);
     const uint8_t version = r.u8();
-    if (version != kCommandFormatVersion && version != kCommandFormatVersionV2 &&
-        version != kCommandFormatVersionV1) {
+    if (version < kCommandFormatVersionV1 || version > kCommandFormatVersion) {
         return ErrorCode::kMalformedCommand;
     }
     Command c;
@@ -656,7 +770,7 @@ Result<Command, ErrorCode> decode_command(std::string_view bytes) {
         fence.token = r.varint();
         c.fence = std::move(fence);
     }
-    if (version >= kCommandFormatVersion && r.boolean()) {
+    if (version >= kCommandFormatVersionV3 && r.boolean()) {
         Caller caller;
         const uint64_t n = r.varint_in(0, kCallerIdsMax);
         for (uint64_t i = 0; i < n && r.ok(); i++) {
@@ -666,6 +780,9 @@ Result<Command, ErrorCode> decode_command(std::string_view bytes) {
             caller.push_back(std::move(id));
         }
         c.caller = std::move(caller);
+    }
+    if (version >= kCommandFormatVersion) {
+        c.user = r.bytes(kAuthNameBytesMax);
     }
     uint8_t tag = r.u8();
     if (!r.ok()) {
@@ -727,9 +844,10 @@ void write_response(Writer& w, const Response& resp) {
     }
     w.u8(resp.sql_waiting ? 1 : 0);
     sql::write_result(w, resp.sql);
+    w.bytes(resp.message);
 }
 
-Response read_response(Reader& r, bool with_sql, bool with_aversion) {
+Response read_response(Reader& r, bool with_sql, bool with_aversion, bool with_message) {
     Response resp;
     resp.code = static_cast<ErrorCode>(r.varint_in(0, kErrorCodeMax));
     resp.session = r.varint();
@@ -751,6 +869,9 @@ Response read_response(Reader& r, bool with_sql, bool with_aversion) {
         if (!sql::read_result(r, resp.sql)) {
             r.fail();
         }
+    }
+    if (with_message) {
+        resp.message = r.bytes(kResponseMessageBytesMax);
     }
     return resp;
 }

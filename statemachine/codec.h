@@ -2,17 +2,21 @@
 
 // The binary form of commands on the Raft log, and of replies inside snapshots.
 //
-// Command format, version 3 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
+// Command format, version 4 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
 // length then the bytes):
-//   u8 version=3 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
-//   | u8 has_caller [count, (scheme, id)*] | u8 op tag (OpTag) | op fields in declaration order
-//   (command.h)
+//   u8 version=4 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
+//   | u8 has_caller [count, (scheme, id)*] | user | u8 op tag (OpTag) | op fields in declaration
+//   order (command.h)
 // A Multi is a count then, per sub-op, a u8 tag (MultiOpTag) and its fields. An ACL is a count
 // then (u8 perms, scheme, id)*. A RedisCommand's fields are origin, script budget (0: none
 // stamped), argv; a SqlStatement's are the request (sql/codec.h), then its row budget (0: none).
 //
+// Credentials are (salt, iterations, stored_key, server_key); a permission is (u8 access, u8 space,
+// prefix).
+//
 // Older versions still decode, so that logs written by earlier servers replay; encoding always
-// writes version 3. Version 2 (until 2026-11-29) had no caller, no ACL in a Create (the node is
+// writes version 4. Version 3 (until 2026-11-29) had no user and no user, role or auth ops.
+// Version 2 (until 2026-11-29) had no caller, no ACL in a Create (the node is
 // open) and no SetAcl. Version 1 (until 2026-11) tagged an op with its index in the Op variant (a
 // sub-op with its index in MultiOp), with 16 and 17 for a RedisCommand and a SqlStatement carrying
 // a budget.
@@ -33,12 +37,13 @@
 
 namespace raftlock::statemachine {
 
-inline constexpr uint8_t kCommandFormatVersion = 3;
+inline constexpr uint8_t kCommandFormatVersion = 4;
+inline constexpr uint8_t kCommandFormatVersionV3 = 3;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV2 = 2;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV1 = 1;  // decoded, never written
 
-// The op tags of version 2: numbers on disk, never reused or renumbered. Lock service ops in
-// 1..31, Redis commands in 32..47, SQL in 48..63.
+// The op tags of version 2 on: numbers on disk, never reused or renumbered. Lock service ops in
+// 1..31, Redis commands in 32..47, SQL in 48..63, users and permissions in 64..79.
 enum class OpTag : uint8_t {
     kOpenSession = 1,
     kKeepAlive = 2,
@@ -59,6 +64,10 @@ enum class OpTag : uint8_t {
     kRedisCommand = 32,
     kSqlStatement = 48,
     kSqlCancel = 49,
+    kUserChange = 64,     // version 4 on
+    kRoleChange = 65,     // version 4 on
+    kAuthEnable = 66,     // version 4 on
+    kAuthBootstrap = 67,  // version 4 on
 };
 enum class MultiOpTag : uint8_t { kCreate = 1, kDelete = 2, kSetData = 3, kCheck = 4 };
 
@@ -99,6 +108,14 @@ constexpr OpTag op_tag() {
         return OpTag::kAttachSession;
     } else if constexpr (std::is_same_v<T, SetAcl>) {
         return OpTag::kSetAcl;
+    } else if constexpr (std::is_same_v<T, UserChange>) {
+        return OpTag::kUserChange;
+    } else if constexpr (std::is_same_v<T, RoleChange>) {
+        return OpTag::kRoleChange;
+    } else if constexpr (std::is_same_v<T, AuthEnable>) {
+        return OpTag::kAuthEnable;
+    } else if constexpr (std::is_same_v<T, AuthBootstrap>) {
+        return OpTag::kAuthBootstrap;
     } else {
         static_assert(std::is_same_v<T, SqlCancel>, "an op needs a tag of its own in OpTag");
         return OpTag::kSqlCancel;
@@ -139,12 +156,22 @@ static_assert(static_cast<uint8_t>(OpTag::kSetAcl) == 16);
 static_assert(static_cast<uint8_t>(OpTag::kRedisCommand) == 32);
 static_assert(static_cast<uint8_t>(OpTag::kSqlStatement) == 48);
 static_assert(static_cast<uint8_t>(OpTag::kSqlCancel) == 49);
-static_assert(static_cast<uint8_t>(OpTag::kAttachSession) == 14);
+static_assert(static_cast<uint8_t>(OpTag::kUserChange) == 64);
+static_assert(static_cast<uint8_t>(OpTag::kRoleChange) == 65);
+static_assert(static_cast<uint8_t>(OpTag::kAuthEnable) == 66);
+static_assert(static_cast<uint8_t>(OpTag::kAuthBootstrap) == 67);
+static_assert(static_cast<uint8_t>(UserAction::kAdd) == 1 &&
+              static_cast<uint8_t>(UserAction::kRevokeRole) == 5);
+static_assert(static_cast<uint8_t>(RoleAction::kAdd) == 1 &&
+              static_cast<uint8_t>(RoleAction::kRevoke) == 4);
+static_assert(static_cast<uint8_t>(Access::kRead) == 1 &&
+              static_cast<uint8_t>(Access::kAdmin) == 3);
+static_assert(static_cast<uint8_t>(Space::kLock) == 1 && static_cast<uint8_t>(Space::kSql) == 4);
 static_assert(static_cast<uint8_t>(MultiOpTag::kCreate) == 1);
 static_assert(static_cast<uint8_t>(MultiOpTag::kDelete) == 2);
 static_assert(static_cast<uint8_t>(MultiOpTag::kSetData) == 3);
 static_assert(static_cast<uint8_t>(MultiOpTag::kCheck) == 4);
-static_assert(std::variant_size_v<Op> == 18,
+static_assert(std::variant_size_v<Op> == 22,
               "a new op needs a tag (op_tag) and a reader (read_op)");
 
 // kOk when `command` obeys every documented range (command.h); else kBadArguments. Checks what does
@@ -160,9 +187,10 @@ Result<std::string, ErrorCode> encode_command(const Command& command);
 Result<Command, ErrorCode> decode_command(std::string_view bytes);
 
 // Replies inside snapshots (saved results for exactly-once). Snapshots before version 3 have no
-// SQL fields (`with_sql` false), before version 4 no aversion in a stat (`with_aversion` false).
+// SQL fields (`with_sql` false), before version 4 no aversion in a stat (`with_aversion` false),
+// before version 5 no message.
 void write_response(Writer& w, const Response& response);
-Response read_response(Reader& r, bool with_sql, bool with_aversion);
+Response read_response(Reader& r, bool with_sql, bool with_aversion, bool with_message);
 void write_stat(Writer& w, const Stat& stat);
 Stat read_stat(Reader& r, bool with_aversion);
 // An ACL (count, then u8 perms, scheme, id per entry), in commands and snapshots; read_acl leaves

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "statemachine/acl.h"
+#include "statemachine/auth.h"
 #include "statemachine/redis/value.h"
 #include "statemachine/sql/engine.h"
 #include "statemachine/types.h"
@@ -180,6 +181,52 @@ struct AttachSession {
     friend bool operator==(const AttachSession&, const AttachSession&) = default;
 };
 
+// --- users, roles and permissions (auth.h) -------------------------------------------------------
+
+// Numbers are on the log.
+enum class UserAction : uint8_t {
+    kAdd = 1,          // name, credentials (none: a user who logs in by certificate only)
+    kDelete = 2,       // name
+    kSetPassword = 3,  // name, credentials
+    kGrantRole = 4,    // name, role
+    kRevokeRole = 5,   // name, role
+};
+inline constexpr uint8_t kUserActionMax = static_cast<uint8_t>(UserAction::kRevokeRole);
+// Needs the root role, except a user setting its own password.
+struct UserChange {
+    UserAction action = UserAction::kAdd;
+    std::string name;
+    Credentials credentials;  // kAdd, kSetPassword; else empty
+    std::string role;         // kGrantRole, kRevokeRole; else empty
+    friend bool operator==(const UserChange&, const UserChange&) = default;
+};
+enum class RoleAction : uint8_t {
+    kAdd = 1,     // name
+    kDelete = 2,  // name (revoked from every user)
+    kGrant = 3,   // name, permission
+    kRevoke = 4,  // name, permission
+};
+inline constexpr uint8_t kRoleActionMax = static_cast<uint8_t>(RoleAction::kRevoke);
+// Needs the root role.
+struct RoleChange {
+    RoleAction action = RoleAction::kAdd;
+    std::string name;
+    Permission permission;  // kGrant, kRevoke; else the default
+    friend bool operator==(const RoleChange&, const RoleChange&) = default;
+};
+// Turns the checks on (needs a user holding root) or off (needs root). Sent with client_id =
+// kNoSession and seq = the proposing server's nonce, like the other session-less changes.
+struct AuthEnable {
+    bool enabled = true;
+    friend bool operator==(const AuthEnable&, const AuthEnable&) = default;
+};
+// Proposed by a leader started with a root password file (never by a client): creates `root`,
+// holding the root role, and enables authentication, if the cluster has no user yet.
+struct AuthBootstrap {
+    Credentials root;  // has_password()
+    friend bool operator==(const AuthBootstrap&, const AuthBootstrap&) = default;
+};
+
 using Op = std::variant<OpenSession,
                         KeepAlive,
                         CloseSession,
@@ -197,7 +244,11 @@ using Op = std::variant<OpenSession,
                         SqlStatement,
                         SqlCancel,
                         AttachSession,
-                        SetAcl>;
+                        SetAcl,
+                        UserChange,
+                        RoleChange,
+                        AuthEnable,
+                        AuthBootstrap>;
 
 // A fenced write (the protected-resource side of fencing): the request is rejected with
 // kFenceRejected unless `token` is the token of a current holder of `lock`.
@@ -223,10 +274,20 @@ struct Command {
     // against (acl.h): set by the ZooKeeper front end. Absent: not checked (the native, Redis and
     // SQL ports, which ACLs do not restrict).
     std::optional<Caller> caller;
+    // The authenticated user the request came from (auth.h), stamped by the node its client
+    // reached and carried unchanged when the write is forwarded: what permissions are checked
+    // against at apply while authentication is enabled. Empty: no user authenticated.
+    std::string user;
     Op op;
     friend bool operator==(const Command&, const Command&) = default;
 };
 
 std::string to_string(const Command& command);
+
+// Ops only a leader originates (ExpireSession, Noop, AuthBootstrap): they carry no user, and a node
+// refuses them from a client or a forwarding peer before they reach a log.
+bool leader_only(const Op& op);
+// Its name, for logs ("ExpireSession").
+std::string_view op_name(const Op& op);
 
 }  // namespace raftlock::statemachine

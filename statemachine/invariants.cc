@@ -22,6 +22,9 @@ std::string StateMachine::check_invariants() const {
     if (std::string sql = sql_.check_invariants(); !sql.empty()) {
         return sql;
     }
+    if (std::string auth = auth_.check_invariants(); !auth.empty()) {
+        return auth;
+    }
     if (std::optional<TimeMs> next = keyspace_.next_expiry_ms(); next && *next <= now_ms_) {
         return "a redis key outlived its deadline";
     }

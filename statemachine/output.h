@@ -24,6 +24,9 @@ enum class LockOutcome : uint8_t {
 };
 inline constexpr uint8_t kLockOutcomeMax = static_cast<uint8_t>(LockOutcome::kReleased);
 
+// Response::message holds names (users, paths, lock names), so it stays well below this.
+inline constexpr size_t kResponseMessageBytesMax = 8192;
+
 // The result of one sub-op of a Multi.
 struct SubResult {
     ErrorCode code = ErrorCode::kOk;
@@ -50,6 +53,9 @@ struct Response {
     // in a later entry's ApplyResult::sql_done, and replaces this saved reply.
     sql::StatementResult sql;
     bool sql_waiting = false;
+    // Why, in words, when the state machine can say more than the code: a permission denied (which
+    // one, on what), a user or role change refused. Empty otherwise.
+    std::string message;
     friend bool operator==(const Response&, const Response&) = default;
 };
 

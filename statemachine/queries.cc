@@ -130,7 +130,8 @@ std::optional<SessionInfo> StateMachine::session(SessionId id) const {
         return std::nullopt;
     }
     const Session& s = it->second;
-    return SessionInfo{id, s.timeout_ms, s.last_keepalive_ms, s.ephemerals.size(), s.locks.size()};
+    return SessionInfo{
+        id, s.timeout_ms, s.last_keepalive_ms, s.ephemerals.size(), s.locks.size(), s.owner};
 }
 
 std::vector<SessionInfo> StateMachine::sessions() const {
@@ -138,7 +139,7 @@ std::vector<SessionInfo> StateMachine::sessions() const {
     out.reserve(sessions_.size());
     for (const auto& [id, s] : sessions_) {
         out.push_back(SessionInfo{id, s.timeout_ms, s.last_keepalive_ms, s.ephemerals.size(),
-                                  s.locks.size()});
+                                  s.locks.size(), s.owner});
     }
     return out;
 }

@@ -7,7 +7,7 @@
 
 namespace raftlock::statemachine {
 
-Response StateMachine::open_session(const OpenSession& op, Index zxid) {
+Response StateMachine::open_session(const OpenSession& op, const std::string& owner, Index zxid) {
     Response response;
     if (op.timeout_ms < config_.session_timeout_ms_min ||
         op.timeout_ms > config_.session_timeout_ms_max) {
@@ -23,6 +23,7 @@ Response StateMachine::open_session(const OpenSession& op, Index zxid) {
     Session session;
     session.timeout_ms = op.timeout_ms;
     session.last_keepalive_ms = now_ms_;
+    session.owner = owner;
     sessions_.emplace(zxid, std::move(session));
     RL_ASSERT(sessions_.size() <= config_.sessions_max);
     response.session = zxid;

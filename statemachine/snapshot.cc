@@ -1,9 +1,10 @@
-// Snapshot format, version 4. Integers are LEB128 varints (signed: zig-zag), strings are a varint
+// Snapshot format, version 5. Integers are LEB128 varints (signed: zig-zag), strings are a varint
 // length then bytes, every list is a varint count then its items, in the state's own (sorted)
 // order:
 //
-//   fixed32 magic "RLSM" | u8 version=4 | last_applied | now_ms | last_token
-//   sessions: id, timeout_ms, last_keepalive_ms, discarded_through_seq, saved: (seq, response)*
+//   fixed32 magic "RLSM" | u8 version=5 | last_applied | now_ms | last_token
+//   sessions: id, timeout_ms, last_keepalive_ms, discarded_through_seq, saved: (seq, response)*,
+//             owner (version 5; a saved reply carries its message from version 5 on)
 //   nodes (path order, so parents come first): path, data, u8 kind, ttl_ms, stat, acl (version 4;
 //   a stat carries its aversion from version 4 on, in nodes and in saved replies)
 //   locks: name, u8 semaphore, permits, u8 mode, lock_delay_ms, free_at_ms,
@@ -13,6 +14,7 @@
 //   the Redis keyspace (version 2; redis/keyspace.cc has its layout)
 //   the SQL engine (version 3; sql/engine_snapshot.cc has its layout), and saved replies carry
 //   their SQL result from version 3 on
+//   users, roles and permissions (version 5; AuthStore::write has the layout)
 //   fixed32 CRC-32C of every byte before it
 //
 // Derived indexes (children sets, each session's ephemerals and locks) are rebuilt on restore, and
@@ -31,8 +33,8 @@ namespace raftlock::statemachine {
 namespace {
 
 constexpr uint32_t kSnapshotMagic = 0x4D534C52;  // "RLSM", little-endian
-// 2 added the Redis keyspace, 3 the SQL engine, 4 ACLs; 1 to 3 still restore.
-constexpr uint8_t kSnapshotVersion = 4;
+// 2 added the Redis keyspace, 3 the SQL engine, 4 ACLs, 5 users; 1 to 4 still restore.
+constexpr uint8_t kSnapshotVersion = 5;
 constexpr size_t kSnapshotTrailerBytes = 4;
 
 }  // namespace
@@ -56,6 +58,7 @@ std::string StateMachine::snapshot() const {
             w.varint(seq);
             write_response(w, response);
         }
+        w.bytes(s.owner);
     }
     w.varint(nodes_.size());
     for (const auto& [path, node] : nodes_) {
@@ -101,6 +104,7 @@ std::string StateMachine::snapshot() const {
     }
     keyspace_.write(w);
     sql_.write(w);
+    auth_.write(w);
     w.fixed32(crc32c(out));
     return out;
 }
@@ -142,10 +146,11 @@ ErrorCode StateMachine::restore(std::string_view bytes) {
     fresh.last_applied_ = r.varint();
     fresh.now_ms_ = r.svarint();
     fresh.last_token_ = r.varint();
-    if (!fresh.restore_sessions(r, version >= 3, version >= 4) ||
+    if (!fresh.restore_sessions(r, version >= 3, version >= 4, version >= 5) ||
         !fresh.restore_nodes(r, version >= 4) || !fresh.restore_locks(r) ||
         !fresh.restore_timers(r) || (version >= 2 && !fresh.keyspace_.read(r)) ||
-        (version >= 3 && !fresh.sql_.read(r)) || !r.ok() || !r.at_end()) {
+        (version >= 3 && !fresh.sql_.read(r)) || (version >= 5 && !fresh.auth_.read(r)) ||
+        !r.ok() || !r.at_end()) {
         return ErrorCode::kMalformedCommand;
     }
     // A snapshot that decodes but breaks an invariant would crash us later: refuse it now.
@@ -156,7 +161,7 @@ ErrorCode StateMachine::restore(std::string_view bytes) {
     return ErrorCode::kOk;
 }
 
-bool StateMachine::restore_sessions(Reader& r, bool with_sql, bool with_acls) {
+bool StateMachine::restore_sessions(Reader& r, bool with_sql, bool with_acls, bool with_owners) {
     uint64_t n = read_count(r);
     for (uint64_t i = 0; i < n && r.ok(); i++) {
         SessionId id = r.varint();
@@ -167,11 +172,14 @@ bool StateMachine::restore_sessions(Reader& r, bool with_sql, bool with_acls) {
         uint64_t saved = r.varint_in(0, kSavedResultsPerSessionMax);
         for (uint64_t k = 0; k < saved && r.ok(); k++) {
             uint64_t seq = r.varint();
-            Response response = read_response(r, with_sql, with_acls);
+            Response response = read_response(r, with_sql, with_acls, with_owners);
             if (seq <= s.discarded_through_seq ||
                 !s.saved.emplace(seq, std::move(response)).second) {
                 return false;
             }
+        }
+        if (with_owners) {
+            s.owner = r.bytes(kAuthNameBytesMax);
         }
         if (id == kNoSession || !sessions_.emplace(id, std::move(s)).second) {
             return false;

@@ -49,8 +49,17 @@ ApplyResult StateMachine::apply_command(Index index, const Command& command) {
         return out;
     }
     advance_time(command.time_ms, index, out);
+    if (std::optional<Response> refused = identity_refusal(command)) {
+        in_protocol_terms(command.op, *refused);
+        out.response = std::move(*refused);
+        return out;
+    }
     if (command.client_id == kNoSession) {
-        out.response = dispatch(kNoSession, command, index, out);
+        std::optional<Response> refused = op_refusal(command);
+        if (refused) {
+            in_protocol_terms(command.op, *refused);
+        }
+        out.response = refused ? std::move(*refused) : dispatch(kNoSession, command, index, out);
     } else {
         apply_session_request(command, index, out);
     }
@@ -109,7 +118,12 @@ void StateMachine::apply_session_request(const Command& command, Index zxid, App
         out.response.code = ErrorCode::kResultDiscarded;
         return;
     }
-    out.response = dispatch(command.client_id, command, zxid, out);
+    // A refusal is saved like any reply: a retry of the request gets the same answer.
+    std::optional<Response> refused = op_refusal(command);
+    if (refused) {
+        in_protocol_terms(command.op, *refused);
+    }
+    out.response = refused ? std::move(*refused) : dispatch(command.client_id, command, zxid, out);
     // CloseSession ended the session: there is nowhere to save its reply, and a retry gets
     // kSessionExpired, as in ZooKeeper.
     if (auto again = sessions_.find(command.client_id); again != sessions_.end()) {
@@ -147,7 +161,7 @@ Response StateMachine::dispatch(SessionId session,
             using T = std::decay_t<decltype(op)>;
             Response response;
             if constexpr (std::is_same_v<T, OpenSession>) {
-                return open_session(op, zxid);
+                return open_session(op, command.user, zxid);
             } else if constexpr (std::is_same_v<T, KeepAlive>) {
                 sessions_.at(session).last_keepalive_ms = now_ms_;
             } else if constexpr (std::is_same_v<T, CloseSession>) {
@@ -184,6 +198,10 @@ Response StateMachine::dispatch(SessionId session,
                 finish_sql(events, out);
             } else if constexpr (std::is_same_v<T, AttachSession>) {
                 return attach_session(op);
+            } else if constexpr (std::is_same_v<T, UserChange> || std::is_same_v<T, RoleChange> ||
+                                 std::is_same_v<T, AuthEnable> ||
+                                 std::is_same_v<T, AuthBootstrap>) {
+                return apply_auth_change(command);
             } else {
                 static_assert(std::is_same_v<T, RedisCommand>);
                 if (!keyspace_.admit(op.origin, command.seq, zxid)) {

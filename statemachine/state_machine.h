@@ -26,6 +26,7 @@
 
 #include "base/byte_io.h"
 #include "base/result.h"
+#include "statemachine/auth.h"
 #include "statemachine/command.h"
 #include "statemachine/output.h"
 #include "statemachine/redis/keyspace.h"
@@ -77,7 +78,8 @@ struct SessionInfo {
     TimeMs timeout_ms = 0;
     TimeMs last_keepalive_ms = 0;
     size_t ephemerals = 0;
-    size_t locks = 0;  // locks held or waited for
+    size_t locks = 0;   // locks held or waited for
+    std::string owner;  // the user that opened it (empty: none authenticated)
     friend bool operator==(const SessionInfo&, const SessionInfo&) = default;
 };
 
@@ -160,6 +162,15 @@ public:
     size_t node_count() const { return nodes_.size(); }
     size_t lock_count() const { return locks_.size(); }
     size_t session_count() const { return sessions_.size(); }
+    // Users, roles and permissions, for the checks of reads (made where they are served) and for
+    // logins (the credentials to check a password against).
+    const AuthStore& auth() const { return auth_; }
+    // Whether `user` may act on `session`: its owner or a root user (true for an unknown session,
+    // which what applies refuses anyway). Meaningful while authentication is enabled.
+    bool may_use_session(const std::string& user, SessionId session) const;
+    // The refusal `command` would get if it applied now (permissions.cc), so that a node can
+    // refuse a write before it reaches the log. Nullopt: allowed.
+    std::optional<Response> refusal(const Command& command) const;
     // A 64-bit hash of the replicated state (of the snapshot), for comparing replicas.
     uint64_t state_hash() const;
     // Empty when every invariant holds, else a description of the first broken one. Run by the
@@ -184,6 +195,7 @@ private:
         uint64_t discarded_through_seq = 0;
         std::set<std::string> ephemerals;  // paths
         std::set<std::string> locks;       // locks this session holds or waits for
+        std::string owner;  // the user whose OpenSession made it (auth.h); empty: none
     };
     struct Holder {
         SessionId session = kNoSession;
@@ -246,7 +258,7 @@ private:
     ErrorCode check_fence(const Fence& fence) const;
 
     // sessions.cc
-    Response open_session(const OpenSession& op, Index zxid);
+    Response open_session(const OpenSession& op, const std::string& owner, Index zxid);
     Response attach_session(const AttachSession& op);
     static uint64_t highest_seq_used(const Session& session);
     void end_session(SessionId id, SessionEnd reason, Index zxid, ApplyResult& out);
@@ -303,8 +315,18 @@ private:
                            ApplyResult& out);
     void finish_sql(sql::EngineEvents& events, ApplyResult& out);
 
+    // permissions.cc: with authentication enabled, the refusal of a command whose user may not
+    // use the session it names (checked before exactly-once, so that nobody moves another
+    // user's sequence numbers), and of one whose user lacks a permission its op needs. Nullopt:
+    // allowed (always, while authentication is disabled).
+    std::optional<Response> identity_refusal(const Command& command) const;
+    std::optional<Response> op_refusal(const Command& command) const;
+    // Gives a refusal the Redis or SQL reply its port sends (NOPERM, SQLSTATE 42501).
+    static void in_protocol_terms(const Op& op, Response& refused);
+    Response apply_auth_change(const Command& command);
+
     // snapshot.cc: each returns false on malformed input.
-    bool restore_sessions(Reader& r, bool with_sql, bool with_acls);
+    bool restore_sessions(Reader& r, bool with_sql, bool with_acls, bool with_owners);
     bool restore_nodes(Reader& r, bool with_acls);
     bool restore_locks(Reader& r);
     bool link_lock_sessions(const std::string& name, const Lock& lock);
@@ -325,6 +347,7 @@ private:
     std::set<Timer> timers_;
     redis::Keyspace keyspace_;
     sql::Engine sql_;
+    AuthStore auth_;
 };
 
 }  // namespace raftlock::statemachine

@@ -4,7 +4,9 @@
 //   response  ok granted token=17 count=1
 //   apply     @17 c5#3 ok granted token=17 count=1 | grants=[s9 "db" "r" 17]
 
+#include <iterator>
 #include <type_traits>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -53,6 +55,16 @@ std::string_view to_string(ErrorCode code) {
             return "NoAuth";
         case ErrorCode::kInvalidAcl:
             return "InvalidAcl";
+        case ErrorCode::kPermissionDenied:
+            return "PermissionDenied";
+        case ErrorCode::kNoUser:
+            return "NoUser";
+        case ErrorCode::kNoRole:
+            return "NoRole";
+        case ErrorCode::kUserExists:
+            return "UserExists";
+        case ErrorCode::kRoleExists:
+            return "RoleExists";
     }
     return "?";
 }
@@ -182,6 +194,18 @@ std::string op_text(const Op& op) {
                 return fmt::format("attach s{} first_seq={}", o.session, o.first_seq);
             } else if constexpr (std::is_same_v<T, SetAcl>) {
                 return fmt::format("set_acl {} v={} entries={}", o.path, o.version, o.acl.size());
+            } else if constexpr (std::is_same_v<T, UserChange>) {
+                // Never the credentials: a log print must not help anyone guess a password.
+                return fmt::format("user {} \"{}\"{}{}", static_cast<int>(o.action), o.name,
+                                   o.credentials.has_password() ? " with-password" : "",
+                                   o.role.empty() ? "" : fmt::format(" role=\"{}\"", o.role));
+            } else if constexpr (std::is_same_v<T, RoleChange>) {
+                return fmt::format("role {} \"{}\" {}", static_cast<int>(o.action), o.name,
+                                   to_string(o.permission));
+            } else if constexpr (std::is_same_v<T, AuthEnable>) {
+                return fmt::format("auth enabled={}", o.enabled);
+            } else if constexpr (std::is_same_v<T, AuthBootstrap>) {
+                return "auth_bootstrap";
             } else {
                 static_assert(std::is_same_v<T, SqlCancel>);
                 return fmt::format("sql_cancel s{}", o.session);
@@ -191,6 +215,17 @@ std::string op_text(const Op& op) {
 }
 
 }  // namespace
+
+std::string_view op_name(const Op& op) {
+    // The order of Op's alternatives (command.h); the static_assert keeps the two in step.
+    static constexpr std::string_view kNames[] = {
+        "OpenSession", "KeepAlive",    "CloseSession", "ExpireSession", "Noop",          "Create",
+        "Delete",      "SetData",      "Multi",        "Acquire",       "Release",       "Cancel",
+        "AcquireMany", "RedisCommand", "SqlStatement", "SqlCancel",     "AttachSession", "SetAcl",
+        "UserChange",  "RoleChange",   "AuthEnable",   "AuthBootstrap"};
+    static_assert(std::size(kNames) == std::variant_size_v<Op>);
+    return kNames[op.index()];
+}
 
 std::string to_string(const Command& c) {
     std::string fence =
@@ -202,8 +237,9 @@ std::string to_string(const Command& c) {
             caller += fmt::format("{}{}:{}", caller.size() > 4 ? "," : "", id.scheme, id.id);
         }
     }
-    return fmt::format("c{}#{} ack={} t={}{}{} {}", c.client_id, c.seq, c.ack_seq, c.time_ms, fence,
-                       caller, op_text(c.op));
+    std::string user = c.user.empty() ? "" : fmt::format(" user=\"{}\"", c.user);
+    return fmt::format("c{}#{} ack={} t={}{}{}{} {}", c.client_id, c.seq, c.ack_seq, c.time_ms,
+                       fence, caller, user, op_text(c.op));
 }
 
 std::string to_string(const Response& r) {

@@ -39,8 +39,13 @@ enum class ErrorCode : uint8_t {
     kRolledBack,               // a multi sub-op that was not applied because another one failed
     kNoAuth,                   // the node's ACL does not grant the caller the permission
     kInvalidAcl,               // an ACL that is empty or names an unknown scheme or a bad id
+    kPermissionDenied,         // the request's user lacks a permission it needs (auth.h)
+    kNoUser,                   // a user change names a user that does not exist
+    kNoRole,                   // ... a role that does not exist (or that the user does not hold)
+    kUserExists,               // a user added twice, or a root password on a cluster with users
+    kRoleExists,               // a role added twice
 };
-inline constexpr uint8_t kErrorCodeMax = static_cast<uint8_t>(ErrorCode::kInvalidAcl);
+inline constexpr uint8_t kErrorCodeMax = static_cast<uint8_t>(ErrorCode::kRoleExists);
 
 // ZooKeeper's CreateMode, plus the TTL mode of 3.5.3 (persistent with a time to live).
 enum class NodeKind : uint8_t {

@@ -95,6 +95,27 @@ inline std::vector<Command> sample_commands() {
     out.push_back(as_alice);
     as_alice.op = SetAcl{"/g", Acl{AclEntry{kPermRead, AclId{"world", "anyone"}}}, 0};
     out.push_back(as_alice);
+    // Users and permissions (format version 4): a write carrying its user, each change.
+    Command as_bob = session_command(Acquire{"jobs/a", "w", LockMode::kExclusive, 1, 0, 0});
+    as_bob.user = "bob";
+    out.push_back(as_bob);
+    const Credentials password{std::string(16, 's'), 4096, std::string(32, 'k'),
+                               std::string(32, 'v')};
+    Command change;
+    change.seq = 14;
+    change.user = "root";
+    change.op = UserChange{UserAction::kAdd, "bob", password, ""};
+    out.push_back(change);
+    change.op = UserChange{UserAction::kGrantRole, "bob", {}, "jobs"};
+    out.push_back(change);
+    change.op =
+        RoleChange{RoleAction::kGrant, "jobs", Permission{Access::kWrite, Space::kLock, "jobs/"}};
+    out.push_back(change);
+    change.op = AuthEnable{true};
+    out.push_back(change);
+    Command bootstrap;
+    bootstrap.op = AuthBootstrap{password};
+    out.push_back(bootstrap);
     return out;
 }
 
