@@ -31,17 +31,22 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <future>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "client/client.h"
@@ -78,8 +83,9 @@ constexpr const char* kExitCodesHelp =
     "command's exit code, or 128+signal.\n"
     "Endpoints: --endpoints, else $RAFTLOCK_ENDPOINTS, else "
     "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103. TLS: --cacert (else $RAFTLOCK_CACERT), with "
-    "--cert and --key for a client certificate ($RAFTLOCK_CERT, $RAFTLOCK_KEY). Durations: 500ms, "
-    "30s, 5m, 1h.";
+    "--cert and --key for a client certificate ($RAFTLOCK_CERT, $RAFTLOCK_KEY). Login: --user "
+    "(else $RAFTLOCK_USER) with --password-file (else $RAFTLOCK_PASSWORD, else a prompt). "
+    "Durations: 500ms, 30s, 5m, 1h.";
 
 // A bad flag value found after CLI11 parsed the command line; main() turns it into exit code 2.
 struct UsageError {
@@ -93,6 +99,8 @@ struct Globals {
     std::string key;
     std::string output = "text";
     std::string timeout = "10s";
+    std::string user;           // log in as (or $RAFTLOCK_USER)
+    std::string password_file;  // its password's file (or $RAFTLOCK_PASSWORD, or a prompt)
 };
 
 // What every command needs, built from Globals once the command line is parsed.
@@ -101,15 +109,56 @@ struct Context {
     milliseconds timeout{10000};
     bool json = false;
     std::shared_ptr<const net::TlsContext> tls;
+    std::string user;
+    std::string password;
 
     ClientOptions client_options() const {
         ClientOptions options;
         options.endpoints = endpoints;
         options.request_timeout = timeout;
         options.tls = tls;
+        options.user = user;
+        options.password = password;
         return options;
     }
 };
+
+// A password: the first line of `file` (without its newline), else asked for on the terminal
+// without echo, else the first line of stdin. `what` names it in messages and the prompt.
+std::string read_password(const std::string& file, const std::string& what) {
+    std::string password;
+    if (!file.empty()) {
+        std::ifstream in(file, std::ios::binary);
+        if (!in) {
+            throw UsageError{fmt::format("{}: cannot read {}", what, file)};
+        }
+        std::getline(in, password);
+    } else if (isatty(STDIN_FILENO) != 0) {
+        fmt::print(stderr, "{}: ", what);
+        std::fflush(stderr);
+        termios saved{};
+        const bool tty = tcgetattr(STDIN_FILENO, &saved) == 0;
+        if (tty) {
+            termios quiet = saved;
+            quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+            tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
+        }
+        std::getline(std::cin, password);
+        if (tty) {
+            tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+        }
+        fmt::print(stderr, "\n");
+    } else {
+        std::getline(std::cin, password);
+    }
+    if (!password.empty() && password.back() == '\r') {
+        password.pop_back();
+    }
+    if (password.empty()) {
+        throw UsageError{fmt::format("{}: empty", what)};
+    }
+    return password;
+}
 
 milliseconds duration_arg(const std::string& flag, const std::string& text) {
     auto parsed = client::parse_duration(text);
@@ -165,6 +214,16 @@ Context make_context(const Globals& globals) {
     }
     ctx.json = globals.output == "json";
     ctx.tls = tls_context(globals);
+    ctx.user = flag_or_env(globals.user, "RAFTLOCK_USER");
+    if (!ctx.user.empty()) {
+        const char* env = std::getenv("RAFTLOCK_PASSWORD");
+        ctx.password =
+            globals.password_file.empty() && env != nullptr && *env != '\0'
+                ? std::string(env)
+                : read_password(globals.password_file, fmt::format("password of {}", ctx.user));
+    } else if (!globals.password_file.empty()) {
+        throw UsageError{"--password-file needs --user (or $RAFTLOCK_USER)"};
+    }
     return ctx;
 }
 
@@ -885,17 +944,18 @@ int cmd_session_list(const Context& ctx) {
         return report(ctx, sessions.error());
     }
     json rows = json::array();
-    std::string text =
-        fmt::format("{:<20} {:>10} {:>10} {:>6}\n", "ID", "TIMEOUT", "EPHEMERALS", "LOCKS");
+    std::string text = fmt::format("{:<20} {:>10} {:>10} {:>6} {}\n", "ID", "TIMEOUT", "EPHEMERALS",
+                                   "LOCKS", "OWNER");
     for (const client::SessionInfo& s : *sessions) {
         rows.push_back(json{{"id", s.id},
                             {"timeout_ms", s.timeout_ms},
                             {"last_keepalive_ms", s.last_keepalive_ms},
                             {"ephemerals", s.ephemerals},
-                            {"locks", s.locks}});
-        text +=
-            fmt::format("{:<20} {:>10} {:>10} {:>6}\n", s.id,
-                        client::format_duration(milliseconds(s.timeout_ms)), s.ephemerals, s.locks);
+                            {"locks", s.locks},
+                            {"owner", s.owner}});
+        text += fmt::format("{:<20} {:>10} {:>10} {:>6} {}\n", s.id,
+                            client::format_duration(milliseconds(s.timeout_ms)), s.ephemerals,
+                            s.locks, s.owner.empty() ? "-" : s.owner);
     }
     emit(ctx, json{{"sessions", rows}}, text);
     return kExitOk;
@@ -905,11 +965,13 @@ int cmd_session_close(const Context& ctx, uint64_t session) {
     Client client(ctx.client_options());
     // The library counts closing a session that is already gone as success (right for a retried
     // close); a person asking to close one should hear that it was gone.
+    // Listing every session needs the root role: without it, the close itself says what it finds.
     auto sessions = client.list_sessions();
-    if (!sessions.ok()) {
+    if (!sessions.ok() && sessions.error().code != ErrorCode::kPermissionDenied) {
         return report(ctx, sessions.error());
     }
-    const bool live = std::any_of(sessions->begin(), sessions->end(),
+    const bool live = !sessions.ok() ||
+                      std::any_of(sessions->begin(), sessions->end(),
                                   [&](const client::SessionInfo& s) { return s.id == session; });
     if (!live) {
         return report(ctx, Error{ErrorCode::kSessionExpired,
@@ -1162,6 +1224,251 @@ void add_member_commands(CLI::App& app, Command& run) {
     });
 }
 
+// --- users, roles, authentication --------------------------------------------------------------
+
+int done_or_report(const Context& ctx,
+                   const client::ClientResult<client::Done>& result,
+                   const json& value,
+                   const std::string& text) {
+    if (!result.ok()) {
+        return report(ctx, result.error());
+    }
+    emit(ctx, value, text);
+    return kExitOk;
+}
+
+client::Permission permission_arg(const std::string& access,
+                                  const std::string& space,
+                                  const std::string& prefix) {
+    const std::optional<client::Access> a = client::parse_access(access);
+    const std::optional<client::Space> s = client::parse_space(space);
+    if (!a) {
+        throw UsageError{fmt::format("access '{}': read, write or admin", access)};
+    }
+    if (!s) {
+        throw UsageError{fmt::format("space '{}': lock, node, redis or sql", space)};
+    }
+    return client::Permission{*a, *s, prefix};
+}
+
+json names_json(const std::vector<std::string>& names) {
+    return json(names);
+}
+
+void add_user_commands(CLI::App& app, Command& run) {
+    static std::string name;
+    static std::string role;
+    static std::string new_password_file;
+    static bool no_password = false;
+    auto* user = app.add_subcommand("user", "manage users (needs the root role)");
+    user->require_subcommand(1);
+    auto* cmd = user->add_subcommand(
+        "add", "add a user; its password from --new-password-file, a prompt or stdin");
+    cmd->add_option("name", name, "user name")->required();
+    cmd->add_option("--new-password-file", new_password_file, "file holding the password");
+    cmd->add_flag("--no-password", no_password, "a user that logs in by certificate only");
+    cmd->callback([&run] {
+        run = [](const Context& ctx) -> int {
+            std::optional<std::string> password;
+            if (!no_password) {
+                password =
+                    read_password(new_password_file, fmt::format("new password of {}", name));
+            }
+            Client client(ctx.client_options());
+            return done_or_report(ctx, client.add_user(name, password),
+                                  json{{"user", name}, {"added", true}},
+                                  fmt::format("user {} added\n", name));
+        };
+    });
+    cmd = user->add_subcommand("passwd", "set a user's password (anyone may set their own)");
+    cmd->add_option("name", name, "user name")->required();
+    cmd->add_option("--new-password-file", new_password_file, "file holding the password");
+    cmd->callback([&run] {
+        run = [](const Context& ctx) -> int {
+            const std::string password =
+                read_password(new_password_file, fmt::format("new password of {}", name));
+            Client client(ctx.client_options());
+            return done_or_report(ctx, client.set_password(name, password),
+                                  json{{"user", name}, {"password_set", true}},
+                                  fmt::format("password of {} set\n", name));
+        };
+    });
+    cmd = user->add_subcommand("delete", "delete a user");
+    cmd->add_option("name", name, "user name")->required();
+    cmd->callback([&run] {
+        run = [](const Context& ctx) -> int {
+            Client client(ctx.client_options());
+            return done_or_report(ctx, client.delete_user(name),
+                                  json{{"user", name}, {"deleted", true}},
+                                  fmt::format("user {} deleted\n", name));
+        };
+    });
+    for (const bool grant : {true, false}) {
+        cmd = user->add_subcommand(grant ? "grant" : "revoke",
+                                   grant ? "give a user a role" : "take a role from a user");
+        cmd->add_option("name", name, "user name")->required();
+        cmd->add_option("role", role, "role name (root: everything)")->required();
+        cmd->callback([&run, grant] {
+            run = [grant](const Context& ctx) -> int {
+                Client client(ctx.client_options());
+                return done_or_report(
+                    ctx, grant ? client.grant_role(name, role) : client.revoke_role(name, role),
+                    json{{"user", name}, {"role", role}, {grant ? "granted" : "revoked", true}},
+                    fmt::format("role {} {} user {}\n", role, grant ? "granted to" : "revoked from",
+                                name));
+            };
+        });
+    }
+    cmd = user->add_subcommand("list", "list users");
+    cmd->callback([&run] {
+        run = [](const Context& ctx) -> int {
+            Client client(ctx.client_options());
+            auto names = client.list_users();
+            if (!names.ok()) {
+                return report(ctx, names.error());
+            }
+            emit(ctx, json{{"users", names_json(*names)}},
+                 names->empty() ? "" : fmt::format("{}\n", fmt::join(*names, "\n")));
+            return kExitOk;
+        };
+    });
+    cmd = user->add_subcommand("get", "show a user and its roles (default: yourself)");
+    cmd->add_option("name", name, "user name");
+    cmd->callback([&run] {
+        run = [](const Context& ctx) -> int {
+            Client client(ctx.client_options());
+            auto info = client.get_user(name);
+            if (!info.ok()) {
+                return report(ctx, info.error());
+            }
+            emit(ctx,
+                 json{{"user", info->name},
+                      {"has_password", info->has_password},
+                      {"roles", names_json(info->roles)}},
+                 fmt::format("user {}{}\nroles: {}\n", info->name,
+                             info->has_password ? "" : " (no password: certificate only)",
+                             fmt::join(info->roles, " ")));
+            return kExitOk;
+        };
+    });
+
+    static std::string access;
+    static std::string space;
+    static std::string prefix;
+    auto* roles = app.add_subcommand("role", "manage roles (needs the root role)");
+    roles->require_subcommand(1);
+    for (const bool add : {true, false}) {
+        cmd = roles->add_subcommand(add ? "add" : "delete",
+                                    add ? "add a role" : "delete a role (and take it from users)");
+        cmd->add_option("name", name, "role name")->required();
+        cmd->callback([&run, add] {
+            run = [add](const Context& ctx) -> int {
+                Client client(ctx.client_options());
+                return done_or_report(ctx, add ? client.add_role(name) : client.delete_role(name),
+                                      json{{"role", name}, {add ? "added" : "deleted", true}},
+                                      fmt::format("role {} {}\n", name, add ? "added" : "deleted"));
+            };
+        });
+    }
+    for (const bool grant : {true, false}) {
+        cmd = roles->add_subcommand(
+            grant ? "grant" : "revoke",
+            grant ? "let a role read, write or administer the names under a prefix"
+                  : "take a permission from a role");
+        cmd->add_option("name", name, "role name")->required();
+        cmd->add_option("access", access, "read, write (acquire/release/create/set) or admin")
+            ->required();
+        cmd->add_option("space", space, "lock (lock names), node (node paths), redis or sql")
+            ->required();
+        cmd->add_option("prefix", prefix, "byte prefix of the names (default: all)");
+        cmd->callback([&run, grant] {
+            run = [grant](const Context& ctx) -> int {
+                const client::Permission p = permission_arg(access, space, prefix);
+                Client client(ctx.client_options());
+                return done_or_report(
+                    ctx,
+                    grant ? client.grant_permission(name, p) : client.revoke_permission(name, p),
+                    json{{"role", name},
+                         {"access", access},
+                         {"space", space},
+                         {"prefix", prefix},
+                         {grant ? "granted" : "revoked", true}},
+                    fmt::format("role {}: {} {} {} \"{}\"\n", name, grant ? "granted" : "revoked",
+                                access, space, prefix));
+            };
+        });
+    }
+    cmd = roles->add_subcommand("list", "list roles");
+    cmd->callback([&run] {
+        run = [](const Context& ctx) -> int {
+            Client client(ctx.client_options());
+            auto names = client.list_roles();
+            if (!names.ok()) {
+                return report(ctx, names.error());
+            }
+            emit(ctx, json{{"roles", names_json(*names)}},
+                 fmt::format("{}\n", fmt::join(*names, "\n")));
+            return kExitOk;
+        };
+    });
+    cmd = roles->add_subcommand("get", "show a role's permissions");
+    cmd->add_option("name", name, "role name")->required();
+    cmd->callback([&run] {
+        run = [](const Context& ctx) -> int {
+            Client client(ctx.client_options());
+            auto info = client.get_role(name);
+            if (!info.ok()) {
+                return report(ctx, info.error());
+            }
+            json rows = json::array();
+            std::string text = fmt::format("role {}\n", info->name);
+            for (const client::Permission& p : info->permissions) {
+                rows.push_back(json{{"access", std::string(client::to_string(p.access))},
+                                    {"space", std::string(client::to_string(p.space))},
+                                    {"prefix", p.prefix}});
+                text += fmt::format("  {} {} \"{}\"\n", client::to_string(p.access),
+                                    client::to_string(p.space), p.prefix);
+            }
+            emit(ctx, json{{"role", info->name}, {"permissions", rows}}, text);
+            return kExitOk;
+        };
+    });
+
+    auto* auth = app.add_subcommand("auth", "turn authentication on or off, or show it");
+    auth->require_subcommand(1);
+    for (const bool enable : {true, false}) {
+        cmd = auth->add_subcommand(enable ? "enable" : "disable",
+                                   enable ? "check every request against users and roles (needs "
+                                            "a user holding root)"
+                                          : "stop checking (needs root)");
+        cmd->callback([&run, enable] {
+            run = [enable](const Context& ctx) -> int {
+                Client client(ctx.client_options());
+                return done_or_report(
+                    ctx, client.set_auth_enabled(enable), json{{"auth_enabled", enable}},
+                    fmt::format("authentication {}\n", enable ? "enabled" : "disabled"));
+            };
+        });
+    }
+    cmd = auth->add_subcommand("status", "whether authentication is on, and who you are");
+    cmd->callback([&run] {
+        run = [](const Context& ctx) -> int {
+            Client client(ctx.client_options());
+            auto status = client.auth_status();
+            if (!status.ok()) {
+                return report(ctx, status.error());
+            }
+            emit(ctx,
+                 json{{"enabled", status->enabled}, {"user", status->user}, {"root", status->root}},
+                 fmt::format("authentication {}; logged in as {}{}\n",
+                             status->enabled ? "enabled" : "disabled",
+                             status->user.empty() ? "nobody" : status->user,
+                             status->root ? " (root)" : ""));
+            return kExitOk;
+        };
+    });
+}
+
 void add_write_flags(CLI::App& cmd, NodeArgs& args, bool with_version) {
     if (with_version) {
         cmd.add_option("--version", args.version, "expected version (-1: any)")
@@ -1264,11 +1571,17 @@ int run_main(int argc, char** argv) {
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
     app.add_option("--timeout", globals.timeout, "deadline of each request")->capture_default_str();
+    app.add_option("--user", globals.user,
+                   "log in as this user (SCRAM-SHA-256; default: $RAFTLOCK_USER)");
+    app.add_option("--password-file", globals.password_file,
+                   "the file holding --user's password (default: $RAFTLOCK_PASSWORD, else a "
+                   "prompt)");
     Command run;
     add_lock_commands(app, run);
     add_inspect_commands(app, run);
     add_node_commands(app, run);
     add_member_commands(app, run);
+    add_user_commands(app, run);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/result.h"
+#include "base/scram.h"
 #include "net/admin_http.h"
 #include "net/client_listener.h"
 #include "net/peer_transport.h"
@@ -659,6 +660,35 @@ int run(const ServerConfig& config) {
     return 0;
 }
 
+// --root-password-file: the password on the file's first line (a final newline is not part of
+// it). Only its SCRAM verifier is kept, with a fresh salt: the password never reaches the log.
+Result<statemachine::Credentials, std::string> load_root_password(const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+        return fmt::format("--root-password-file {}: cannot read it", file);
+    }
+    std::string password;
+    std::getline(in, password);
+    if (!password.empty() && password.back() == '\r') {
+        password.pop_back();
+    }
+    if (password.empty() || password.size() > 1024) {
+        return fmt::format(
+            "--root-password-file {}: the first line must hold the password "
+            "(1 to 1024 bytes)",
+            file);
+    }
+    std::error_code ec;
+    const auto perms = std::filesystem::status(file, ec).permissions();
+    if (!ec && (perms & (std::filesystem::perms::group_read |
+                         std::filesystem::perms::others_read)) != std::filesystem::perms::none) {
+        spdlog::warn("--root-password-file {} is readable by other users (chmod 600 it)", file);
+    }
+    namespace scram = base::scram;
+    return statemachine::to_credentials(scram::make_verifier(
+        password, scram::random_bytes(scram::kSaltBytes), scram::kIterationsMin));
+}
+
 }  // namespace
 }  // namespace raftlock::server
 
@@ -676,5 +706,13 @@ int main(int argc, char** argv) {
     }
     spdlog::set_pattern(fmt::format("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ n{} %v", config->node_id));
     spdlog::set_level(to_spdlog(config->log_level));
+    if (!config->root_password_file.empty()) {
+        auto root = load_root_password(config->root_password_file);
+        if (!root.ok()) {
+            fmt::print(stderr, "raftlockd: {}\n", root.error());
+            return 2;
+        }
+        config->root_credentials = std::move(root).value();
+    }
     return run(*config);
 }

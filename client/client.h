@@ -55,6 +55,11 @@ struct ClientOptions {
     // TlsRole::kClient), and each endpoint's host must be a name or address in its node's
     // certificate.
     std::shared_ptr<const net::TlsContext> tls;
+    // Not empty: every connection logs in as this user with `password` (SCRAM-SHA-256: the
+    // password itself never travels) before its first request. Needed once the cluster has
+    // authentication enabled (docs/security.md).
+    std::string user;
+    std::string password;
 };
 
 class Client {
@@ -133,6 +138,30 @@ public:
     ClientResult<std::vector<Member>> change_member(MemberChange change,
                                                     uint64_t node_id,
                                                     const std::string& address = {});
+    // --- users and permissions (docs/security.md) ------------------------------------------
+    // The password is turned into a SCRAM verifier here; only the verifier reaches the cluster.
+    // Without one the user logs in by client certificate only. These need the root role, except
+    // set_password of one's own user. Like change_member, a retry after a lost answer may find
+    // the change made (kUserExists, ...).
+    ClientResult<Done> add_user(const std::string& name,
+                                const std::optional<std::string>& password);
+    ClientResult<Done> delete_user(const std::string& name);
+    ClientResult<Done> set_password(const std::string& name, const std::string& password);
+    ClientResult<Done> grant_role(const std::string& user, const std::string& role);
+    ClientResult<Done> revoke_role(const std::string& user, const std::string& role);
+    ClientResult<Done> add_role(const std::string& name);
+    ClientResult<Done> delete_role(const std::string& name);
+    ClientResult<Done> grant_permission(const std::string& role, const Permission& permission);
+    ClientResult<Done> revoke_permission(const std::string& role, const Permission& permission);
+    // Turning authentication on needs a user holding the root role.
+    ClientResult<Done> set_auth_enabled(bool enabled);
+    // name "": the client's own user.
+    ClientResult<UserInfo> get_user(const std::string& name);
+    ClientResult<std::vector<std::string>> list_users();
+    ClientResult<RoleInfo> get_role(const std::string& name);
+    ClientResult<std::vector<std::string>> list_roles();
+    ClientResult<AuthStatus> auth_status();
+
     // How many connections the client has made so far (1 after the first). Persistent watches
     // do not replay changes made while no connection was up, so a watch callback that sees this
     // number change knows events before it may be missing.

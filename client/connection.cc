@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/assert.h"
+#include "base/scram.h"
 #include "net/frame.h"
 #include "proto/client.pb.h"
 
@@ -54,6 +55,24 @@ public:
 
     void send(const proto::Request& request) override {
         RL_ASSERT(connected_);
+        send_frame(request);
+    }
+
+    void close() override {
+        if (closed_) {
+            return;
+        }
+        closed_ = true;
+        shutdown_socket();
+    }
+
+    const Endpoint& endpoint() const override { return endpoint_; }
+
+private:
+    // The request id of the login's requests; the library numbers its calls from 1 up.
+    static constexpr uint64_t kLoginRequestId = UINT64_MAX;
+
+    void send_frame(const proto::Request& request) {
         if (closed_) {
             return;
         }
@@ -69,17 +88,6 @@ public:
         send_bytes(std::move(frame));
     }
 
-    void close() override {
-        if (closed_) {
-            return;
-        }
-        closed_ = true;
-        shutdown_socket();
-    }
-
-    const Endpoint& endpoint() const override { return endpoint_; }
-
-private:
     // Bytes as they go on the wire (ciphertext on a TLS connection).
     void send_bytes(std::string frame) {
         if (frame.empty()) {
@@ -135,8 +143,72 @@ private:
             }
             return;
         }
+        transport_up();
+        if (!closed_) {
+            read_next();
+        }
+    }
+
+    // The transport is up: log in first when there is a user, else connected at once.
+    void transport_up() {
+        if (options_.user.empty()) {
+            connected();
+            return;
+        }
+        login_ = std::make_unique<base::scram::ClientExchange>(options_.user, options_.password,
+                                                               base::scram::random_nonce());
+        send_login(login_->client_first());
+    }
+
+    void send_login(const std::string& data) {
+        proto::Request request;
+        request.set_request_id(kLoginRequestId);
+        request.mutable_authenticate()->set_mechanism("SCRAM-SHA-256");
+        request.mutable_authenticate()->set_data(data);
+        send_frame(request);
+    }
+
+    // One answer of the login; false when the connection failed.
+    bool on_login_answer(const proto::ServerMessage& message) {
+        const proto::Response& r = message.response();
+        if (!message.has_response() || r.request_id() != kLoginRequestId) {
+            fail(fmt::format("{} answered the login with something else", to_string(endpoint_)),
+                 true);
+            return false;
+        }
+        if (r.code() != proto::OK || !r.has_authenticate()) {
+            const std::string reason = fmt::format(
+                "login to {} as \"{}\" refused: {}", to_string(endpoint_), options_.user,
+                r.message().empty() ? proto::Code_Name(r.code()) : r.message());
+            if (r.code() == proto::PERMISSION_DENIED && handlers_.on_login_refused) {
+                closed_ = true;
+                shutdown_socket();
+                auto self = shared_from_this();  // the handler may drop the last reference
+                handlers_.on_login_refused(reason);
+            } else {
+                fail(reason, true);
+            }
+            return false;
+        }
+        if (!r.authenticate().done()) {
+            auto final_message = login_->server_first(r.authenticate().data());
+            if (!final_message.ok()) {
+                fail(fmt::format("login to {}: {}", to_string(endpoint_),
+                                 final_message.error().message),
+                     true);
+                return false;
+            }
+            send_login(*final_message);
+            return !closed_;
+        }
+        if (auto verified = login_->server_final(r.authenticate().data()); !verified.ok()) {
+            fail(fmt::format("login to {}: {}", to_string(endpoint_), verified.error().message),
+                 true);
+            return false;
+        }
+        login_.reset();
         connected();
-        read_next();
+        return !closed_;
     }
 
     void connected() {
@@ -185,10 +257,10 @@ private:
                 return;
             }
             received = plaintext;
-            if (!connected_ && tls_->handshake_done()) {
-                connected();
+            if (!connected_ && login_ == nullptr && tls_->handshake_done()) {
+                transport_up();
                 if (closed_) {
-                    return;  // the handler closed us
+                    return;  // the handler closed us, or the login could not start
                 }
             }
         }
@@ -225,6 +297,12 @@ private:
                                 "client port?",
                                 to_string(endpoint_)));
                 return false;
+            }
+            if (login_ != nullptr) {
+                if (!on_login_answer(message)) {
+                    return false;
+                }
+                continue;
             }
             handlers_.on_message(std::move(message));
             if (closed_) {
@@ -289,6 +367,7 @@ private:
     asio::steady_timer connect_timer_;
     net::FrameDecoder decoder_;
     std::unique_ptr<net::TlsSession> tls_;  // with options_.tls, once the TCP connect succeeded
+    std::unique_ptr<base::scram::ClientExchange> login_;  // while logging in
     std::array<char, 64 * 1024> read_buffer_{};
     std::deque<std::string> write_queue_;
     size_t queued_bytes_ = 0;

@@ -1,8 +1,8 @@
 #pragma once
 
 // One TCP connection from the client to a raftlockd client port, over TLS when the options say so:
-// connect (and handshake) with a deadline, send Request frames, receive ServerMessage frames
-// (net/frame.h). Internal to the library.
+// connect (and handshake, and log in) with a deadline, send Request frames, receive ServerMessage
+// frames (net/frame.h). Internal to the library.
 //
 // Threads: created, used and reporting on the io_context's one thread. Handlers are never called
 // after close(), and on_closed is called at most once (for a failure the owner did not ask for).
@@ -34,6 +34,11 @@ struct ConnectionOptions {
     // Non-null: TLS, the endpoint's host checked against the server's certificate. The connect
     // timeout covers the handshake.
     std::shared_ptr<const net::TlsContext> tls;
+    // Not empty: the connection logs in as this user (SCRAM-SHA-256, the Authenticate request)
+    // before it counts as connected; the connect timeout covers the login. A refused login ends
+    // the connection as a refusal (on_closed with was_connected false, the node's reason).
+    std::string user;
+    std::string password;
 };
 
 struct ConnectionHandlers {
@@ -42,6 +47,9 @@ struct ConnectionHandlers {
     // The connection failed or ended. `was_connected`: false when the connect itself failed.
     // `reason` names the endpoint and the cause, for error messages.
     std::function<void(bool was_connected, const std::string& reason)> on_closed;
+    // The node refused the login (a wrong password, an unknown user): the connection ended, and
+    // another node would say the same. Not set: on_closed(false, reason) instead.
+    std::function<void(const std::string& reason)> on_login_refused;
 };
 
 class Connection {

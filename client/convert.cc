@@ -58,8 +58,8 @@ LockInfo from_proto(const proto::LockInfo& info) {
 }
 
 SessionInfo from_proto(const proto::SessionInfo& info) {
-    return SessionInfo{info.id(), info.timeout_ms(), info.last_keepalive_ms(), info.ephemerals(),
-                       info.locks()};
+    return SessionInfo{info.id(),         info.timeout_ms(), info.last_keepalive_ms(),
+                       info.ephemerals(), info.locks(),      info.owner()};
 }
 
 std::vector<Member> from_proto(const proto::MembersResult& members) {

@@ -126,6 +126,7 @@ private:
     void on_message(uint64_t generation, proto::ServerMessage&& message);
     void on_response(proto::Response&& response);
     void on_connection_end(bool was_connected, const std::string& reason);
+    void on_login_refused(const std::string& reason);
     void failover(const std::string& reason);
     void drop_connection();
     void follow_leader(uint64_t node_id, uint64_t leader);
@@ -190,10 +191,17 @@ void Core::Impl::connect_next() {
             on_connection_end(was_connected, reason);
         }
     };
+    handlers.on_login_refused = [this, generation](const std::string& reason) {
+        if (generation == generation_) {
+            on_login_refused(reason);
+        }
+    };
     ConnectionOptions connection_options;
     connection_options.connect_timeout = options_.connect_timeout;
     connection_options.frame_bytes_max = options_.frame_bytes_max;
     connection_options.tls = options_.tls;
+    connection_options.user = options_.user;
+    connection_options.password = options_.password;
     conn_ = start_connection(io_, endpoint, connection_options, std::move(handlers));
 }
 
@@ -329,6 +337,27 @@ void Core::Impl::on_connection_end(bool was_connected, const std::string& reason
     end_round();
 }
 
+// Users are replicated: a login one node refuses, every node refuses. The calls waiting for a
+// connection end now, with the node's reason, instead of trying every node until the deadline.
+void Core::Impl::on_login_refused(const std::string& reason) {
+    drop_connection();
+    last_error_ = reason;
+    healthy();  // the nodes are up; a later call starts a fresh round
+    for (uint64_t id : table_.unsent_ids()) {
+        std::optional<PendingRequest> taken = table_.take(id);
+        if (!taken) {
+            continue;
+        }
+        // A write sent on an earlier connection may still apply: its outcome is unknown.
+        taken->done(taken->sends > 0 && taken->request_class == RequestClass::kSessionWrite
+                        ? Error{ErrorCode::kTimeout,
+                                fmt::format("the write may or may not have been applied, and "
+                                            "then {}",
+                                            reason)}
+                        : Error{ErrorCode::kPermissionDenied, reason});
+    }
+}
+
 void Core::Impl::end_round() {
     const bool all_refused = refusals_in_round_ == attempts_in_round_;
     attempts_in_round_ = 0;
@@ -462,10 +491,15 @@ void Core::Impl::submit_pinned(PendingRequest pending, const Endpoint& endpoint)
     handlers.on_closed = [this, id](bool, const std::string& reason) {
         finish_pinned(id, Error{ErrorCode::kConnectFailed, reason});
     };
+    handlers.on_login_refused = [this, id](const std::string& reason) {
+        finish_pinned(id, Error{ErrorCode::kPermissionDenied, reason});
+    };
     ConnectionOptions connection_options;
     connection_options.connect_timeout = options_.connect_timeout;
     connection_options.frame_bytes_max = options_.frame_bytes_max;
     connection_options.tls = options_.tls;
+    connection_options.user = options_.user;
+    connection_options.password = options_.password;
     pinned_[id] = start_connection(io_, endpoint, connection_options, std::move(handlers));
 }
 

@@ -42,6 +42,16 @@ std::string_view to_string(ErrorCode code) {
             return "no_auth";
         case ErrorCode::kInvalidAcl:
             return "invalid_acl";
+        case ErrorCode::kPermissionDenied:
+            return "permission_denied";
+        case ErrorCode::kNoUser:
+            return "no_user";
+        case ErrorCode::kNoRole:
+            return "no_role";
+        case ErrorCode::kUserExists:
+            return "user_exists";
+        case ErrorCode::kRoleExists:
+            return "role_exists";
         case ErrorCode::kUnavailable:
             return "unavailable";
         case ErrorCode::kServerTimeout:
@@ -79,7 +89,7 @@ std::string_view to_string(ErrorCode code) {
 }
 
 ErrorCode error_code_from_wire(int32_t wire_code) {
-    if ((wire_code >= 0 && wire_code <= 15) || (wire_code >= 100 && wire_code <= 106)) {
+    if ((wire_code >= 0 && wire_code <= 22) || (wire_code >= 100 && wire_code <= 106)) {
         return static_cast<ErrorCode>(wire_code);
     }
     return ErrorCode::kBadRequest;
@@ -106,6 +116,13 @@ bool certainly_not_applied(ErrorCode code) {
         case ErrorCode::kFenceRejected:
         case ErrorCode::kLimitExceeded:
         case ErrorCode::kAlreadyWaiting:
+        case ErrorCode::kNoAuth:
+        case ErrorCode::kInvalidAcl:
+        case ErrorCode::kPermissionDenied:
+        case ErrorCode::kNoUser:
+        case ErrorCode::kNoRole:
+        case ErrorCode::kUserExists:
+        case ErrorCode::kRoleExists:
         case ErrorCode::kWaitTimeout:
         case ErrorCode::kTooManyRequests:
         case ErrorCode::kBadRequest:

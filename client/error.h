@@ -32,6 +32,11 @@ enum class ErrorCode : uint32_t {
     kRolledBack = 15,
     kNoAuth = 16,  // a ZooKeeper ACL refused it (the native port is not restricted by ACLs)
     kInvalidAcl = 17,
+    kPermissionDenied = 18,  // the user lacks a permission the request needs (message names it)
+    kNoUser = 19,
+    kNoRole = 20,
+    kUserExists = 21,
+    kRoleExists = 22,
     kUnavailable = 100,
     kServerTimeout = 101,
     kTooManyRequests = 102,

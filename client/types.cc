@@ -2,6 +2,50 @@
 
 namespace raftlock::client {
 
+std::string_view to_string(Access access) {
+    switch (access) {
+        case Access::kRead:
+            return "read";
+        case Access::kWrite:
+            return "write";
+        case Access::kAdmin:
+            return "admin";
+    }
+    return "?";
+}
+
+std::string_view to_string(Space space) {
+    switch (space) {
+        case Space::kLock:
+            return "lock";
+        case Space::kNode:
+            return "node";
+        case Space::kRedis:
+            return "redis";
+        case Space::kSql:
+            return "sql";
+    }
+    return "?";
+}
+
+std::optional<Access> parse_access(std::string_view word) {
+    for (Access a : {Access::kRead, Access::kWrite, Access::kAdmin}) {
+        if (word == to_string(a)) {
+            return a;
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<Space> parse_space(std::string_view word) {
+    for (Space s : {Space::kLock, Space::kNode, Space::kRedis, Space::kSql}) {
+        if (word == to_string(s)) {
+            return s;
+        }
+    }
+    return std::nullopt;
+}
+
 std::string_view to_string(NodeKind kind) {
     switch (kind) {
         case NodeKind::kPersistent:

@@ -164,6 +164,39 @@ struct SessionInfo {
     int64_t last_keepalive_ms = 0;
     uint64_t ephemerals = 0;
     uint64_t locks = 0;
+    std::string owner;  // the user that opened it; empty: none logged in
+};
+
+// Users and permissions (docs/security.md). Each access includes the ones before it.
+enum class Access : uint8_t { kRead = 1, kWrite = 2, kAdmin = 3 };
+// What a permission's prefix is a prefix of: lock names, node paths, or (prefix "" only) the
+// Redis and PostgreSQL ports' commands.
+enum class Space : uint8_t { kLock = 1, kNode = 2, kRedis = 3, kSql = 4 };
+struct Permission {
+    Access access = Access::kRead;
+    Space space = Space::kLock;
+    std::string prefix;
+    friend bool operator==(const Permission&, const Permission&) = default;
+};
+// "read", "lock"; parse_* give nullopt for other words.
+std::string_view to_string(Access access);
+std::string_view to_string(Space space);
+std::optional<Access> parse_access(std::string_view word);
+std::optional<Space> parse_space(std::string_view word);
+
+struct UserInfo {
+    std::string name;
+    bool has_password = false;
+    std::vector<std::string> roles;
+};
+struct RoleInfo {
+    std::string name;
+    std::vector<Permission> permissions;
+};
+struct AuthStatus {
+    bool enabled = false;
+    std::string user;  // this client's connection's; empty: not logged in
+    bool root = false;
 };
 
 struct PeerProgress {

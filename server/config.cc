@@ -295,6 +295,10 @@ void add_tls_fields(std::vector<Field>& out) {
     out.push_back(text_field({"peer-tls-ca-file", "peer_tls_ca_file", "FILE", g,
                               "the cluster CA: peers' certificates must chain to it"},
                              &ServerConfig::peer_tls_ca_file));
+    out.push_back(text_field({"root-password-file", "root_password_file", "FILE", "Users",
+                              "a file holding the password of the root user the cluster's first "
+                              "leader creates, which turns authentication on (docs/security.md)"},
+                             &ServerConfig::root_password_file));
 }
 
 void add_timing_fields(std::vector<Field>& out) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "statemachine/auth.h"
 
 namespace raftlock::server {
 
@@ -79,6 +80,12 @@ struct ServerConfig {
     bool tls_client_cert_required = false;  // --tls-client-auth require (default none)
     // Mutual TLS on the Raft port (net/peer_transport.h): all three or none. The certificate must
     // name this member as peer_tls_name (node-ID.cluster-CLUSTER).
+    // --- users (statemachine/auth.h, docs/security.md) ---
+    // --root-password-file: a file holding root's password. raftlockd reads it at start and keeps
+    // only its SCRAM verifier (root_credentials); a leader proposes the root user from it while
+    // the cluster has no user at all, which also enables authentication.
+    std::string root_password_file;
+    std::optional<statemachine::Credentials> root_credentials;
     std::string peer_tls_cert_file;  // --peer-tls-cert-file
     std::string peer_tls_key_file;   // --peer-tls-key-file
     std::string peer_tls_ca_file;    // --peer-tls-ca-file: the cluster CA

@@ -123,6 +123,16 @@ constexpr CounterInfo kCounters[] = {
      "Forwarded writes refused because they carried a command only a leader proposes "
      "(ExpireSession, Noop): a broken or hostile peer.",
      &Metrics::forwarded_internal_refused_total},
+    {"auth_logins_total", "Native-port logins (SCRAM-SHA-256) that succeeded on this node.",
+     &Metrics::auth_logins_total},
+    {"auth_failures_total",
+     "Native-port logins that failed on this node (a wrong password, an unknown user, a "
+     "malformed exchange); the third failure on one connection closes it.",
+     &Metrics::auth_failures_total},
+    {"permission_denied_total",
+     "Requests this node refused before the log because their user lacks a permission (or "
+     "none is logged in) while authentication is enabled.",
+     &Metrics::permission_denied_total},
 };
 
 }  // namespace

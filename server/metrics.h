@@ -62,7 +62,10 @@ public:
     uint64_t redis_reads_deferred_total = 0;        // loop turns that left Redis reads for later
     uint64_t watch_events_total = 0;
     uint64_t lock_grants_pushed_total = 0;
-    uint64_t sessions_expired_total = 0;            // expiries this node proposed as leader
+    uint64_t sessions_expired_total = 0;  // expiries this node proposed as leader
+    uint64_t auth_logins_total = 0;
+    uint64_t auth_failures_total = 0;
+    uint64_t permission_denied_total = 0;
     uint64_t forwarded_internal_refused_total = 0;  // ForwardWrites of ExpireSession or Noop
     // Raft messages from peers dropped by the range checks, by reason (raft/peer_input.h); the
     // family raftlock_peer_messages_dropped_total{reason="term_jump"}, ... ([kNone] stays 0).

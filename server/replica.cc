@@ -133,6 +133,7 @@ void Replica::tick() {
     if (is_leader()) {
         expire_sessions();
         maybe_propose_noop();
+        maybe_bootstrap_root();
     }
     expire_requests();
     sql_keepalives();

@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/scram.h"
 #include "net/client_listener.h"
 #include "net/log_limiter.h"
 #include "net/peer_transport.h"
@@ -178,6 +179,11 @@ private:
         std::string remote;
         size_t pending = 0;  // requests not answered yet
         std::set<uint64_t> sessions;
+        std::string user;  // logged in as (replica_auth.cc); empty: not logged in
+        // A login between its two steps, and the user it names.
+        std::unique_ptr<base::scram::ServerExchange> login;
+        std::string login_user;
+        int login_failures = 0;
     };
     struct PendingWrite {
         net::ConnectionId conn = 0;
@@ -314,6 +320,21 @@ private:
                          proto::Response& response);
     void respond(const ClientRef& client, proto::Response& response);
     void respond_error(const ClientRef& client, proto::Code code, std::string message = {});
+
+    // replica_auth.cc: users on the native port.
+    void authenticate(const ClientRef& client, const proto::Request& request);
+    const std::string& user_of(net::ConnectionId conn) const;
+    // Why the connection's user may not make this request (a read, a watch, a keepalive, or any
+    // request before a login), in words; nullopt when it may or authentication is disabled.
+    std::optional<std::string> request_refusal(net::ConnectionId conn,
+                                               const proto::Request& request) const;
+    // The refusal the state machine would give this write if it applied now.
+    std::optional<statemachine::Response> write_refusal(const statemachine::Command& command) const;
+    void serve_auth_read(net::ConnectionId conn,
+                         const proto::Request& request,
+                         proto::Response& response) const;
+    void fill_auth_status(net::ConnectionId conn, proto::AuthStatusResult& out) const;
+    void maybe_bootstrap_root();
     void note_session(net::ConnectionId conn, uint64_t session);
 
     // replica_redis.cc: the Redis port's side of the request paths.
@@ -394,6 +415,9 @@ private:
     int64_t last_noop_ms_ = 0;
     uint64_t next_nonce_ = 0;
     uint64_t redis_origin_ = 0;  // this process's id for the keyspace's at-most-once (never 0)
+    // What decoy logins of unknown users derive their salts from (drawn at the first login).
+    std::string decoy_secret_;
+    uint64_t root_bootstrap_term_ = 0;  // the term this node last proposed AuthBootstrap in
     RedisFrontend* redis_frontend_ = nullptr;
     PgFrontend* pg_frontend_ = nullptr;
     std::map<net::ConnectionId, PgConn> pg_conns_;

@@ -93,6 +93,12 @@ void Replica::on_client_request(net::ConnectionId id, proto::Request&& request) 
         respond_error(client, proto::SHUTTING_DOWN);
         return;
     }
+    if (std::optional<std::string> refused = request_refusal(id, request)) {
+        ++metrics_.permission_denied_total;
+        respond_error(client, proto::PERMISSION_DENIED, std::move(*refused));
+        schedule_flush();
+        return;
+    }
     switch (kind_of(request)) {
         case RequestKind::kWrite:
             submit_write(id, request);
@@ -108,6 +114,9 @@ void Replica::on_client_request(net::ConnectionId id, proto::Request&& request) 
             break;
         case RequestKind::kMembership:
             change_member(id, request);
+            break;
+        case RequestKind::kAuthenticate:
+            authenticate(client, request);
             break;
         case RequestKind::kInvalid:
             respond_error(client, proto::BAD_REQUEST, "the request has no body (unknown request?)");
@@ -129,6 +138,12 @@ void Replica::submit_write(net::ConnectionId conn, proto::Request& request) {
     Result<sm::Command, std::string> command = to_command(request, next_nonce_++);
     if (!command.ok()) {
         respond_error(client, proto::BAD_ARGUMENTS, command.error());
+        return;
+    }
+    command->user = user_of(conn);
+    if (std::optional<sm::Response> refused = write_refusal(*command)) {
+        ++metrics_.permission_denied_total;
+        respond_error(client, to_proto(refused->code), std::move(refused->message));
         return;
     }
     if (command->client_id != sm::kNoSession) {
@@ -172,7 +187,14 @@ void Replica::submit_attach(net::ConnectionId conn,
     sm::Command command;
     command.seq = next_nonce_++;
     command.op = sm::AttachSession{session, highest + sm::kAttachSeqGap + 1};
+    command.user = user_of(conn);
     RL_ASSERT(sm::validate_command(command) == sm::ErrorCode::kOk);  // every field chosen here
+    if (std::optional<sm::Response> refused = write_refusal(command)) {
+        ++metrics_.permission_denied_total;
+        respond_error(ClientRef{conn, request_id}, to_proto(refused->code),
+                      std::move(refused->message));
+        return;
+    }
     note_session(conn, session);
     const WriteKey key{sm::kNoSession, command.seq};
     const int64_t now_us = clock_.steady_us();
@@ -290,6 +312,11 @@ void Replica::answer_local(net::ConnectionId conn, const proto::Request& request
     proto::Response response;
     if (request.has_node_status()) {
         fill_status(*response.mutable_node_status());
+        respond(client, response);
+        return;
+    }
+    if (request.has_auth_status()) {
+        fill_auth_status(conn, *response.mutable_auth_status());
         respond(client, response);
         return;
     }

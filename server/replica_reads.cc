@@ -201,6 +201,12 @@ void Replica::serve_read(const ClientRef& client, const proto::Request& request)
             // After ReadIndex every committed configuration is applied.
             fill_members(applied_conf_, *response.mutable_members());
             break;
+        case B::kGetUser:
+        case B::kGetRole:
+        case B::kListUsers:
+        case B::kListRoles:
+            serve_auth_read(client.conn, request, response);
+            break;
         default:
             RL_PANIC("serve_read given a request that is not a read");
     }

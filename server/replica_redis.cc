@@ -21,6 +21,14 @@ void Replica::redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&&
         respond_error(client, proto::SHUTTING_DOWN);
         return;
     }
+    if (sm_.auth().enabled()) {
+        // Fail closed: no Redis connection logs a user in yet, so none may read or write.
+        ++metrics_.permission_denied_total;
+        redis_reply(client, redis::Value::error(
+                                "NOPERM raftlock: this cluster has authentication enabled, and "
+                                "the Redis port does not log users in yet: use the native port"));
+        return;
+    }
     if (redis::route_of(argv) == redis::Route::kRead) {
 #ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
         if (negative_controls::on(negative_controls::Control::kLocalReads)) {

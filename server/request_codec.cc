@@ -24,6 +24,9 @@ RequestKind kind_of(const proto::Request& request) {
         case B::kAcquire:
         case B::kRelease:
         case B::kCancel:
+        case B::kUserChange:
+        case B::kRoleChange:
+        case B::kAuthEnable:
             return RequestKind::kWrite;
         case B::kGet:
         case B::kExists:
@@ -36,6 +39,10 @@ RequestKind kind_of(const proto::Request& request) {
         case B::kListEphemerals:
         case B::kGetAcl:
         case B::kListMembers:
+        case B::kGetUser:
+        case B::kListUsers:
+        case B::kGetRole:
+        case B::kListRoles:
             return RequestKind::kRead;
         case B::kChangeMember:
             return RequestKind::kMembership;
@@ -44,7 +51,10 @@ RequestKind kind_of(const proto::Request& request) {
         case B::kAddWatch:
         case B::kRemoveWatch:
         case B::kNodeStatus:
+        case B::kAuthStatus:
             return RequestKind::kLocal;
+        case B::kAuthenticate:
+            return RequestKind::kAuthenticate;
         case B::BODY_NOT_SET:
             break;
     }
@@ -111,6 +121,16 @@ Result<sm::MultiOp, std::string> to_multi_op(const proto::MultiOp& op) {
     return std::string("multi: a sub-operation has no op set");
 }
 
+sm::Credentials to_credentials(const proto::Credentials& in) {
+    return sm::Credentials{in.salt(), in.iterations(), in.stored_key(), in.server_key()};
+}
+
+// Out-of-range enums become 0, which no valid op has (validate_command refuses it).
+template <typename Out>
+Out checked_enum(int in, uint8_t max) {
+    return static_cast<Out>(in >= 1 && in <= max ? in : 0);
+}
+
 Result<sm::Op, std::string> to_op(const proto::Request& r) {
     using B = proto::Request::BodyCase;
     switch (r.body_case()) {
@@ -162,6 +182,26 @@ Result<sm::Op, std::string> to_op(const proto::Request& r) {
                 sm::Release{r.release().name(), r.release().owner_tag(), r.release().token()}};
         case B::kCancel:
             return sm::Op{sm::Cancel{r.cancel().name(), r.cancel().owner_tag()}};
+        case B::kUserChange: {
+            const proto::UserChange& u = r.user_change();
+            return sm::Op{
+                sm::UserChange{checked_enum<sm::UserAction>(u.action(), sm::kUserActionMax),
+                               u.name(), to_credentials(u.credentials()), u.role()}};
+        }
+        case B::kRoleChange: {
+            const proto::RoleChange& c = r.role_change();
+            sm::RoleChange op{
+                checked_enum<sm::RoleAction>(c.action(), sm::kRoleActionMax), c.name(), {}};
+            if (c.has_permission()) {  // a grant's or a revoke's (validate_command checks which)
+                op.permission = sm::Permission{
+                    checked_enum<sm::Access>(c.permission().access(), sm::kAccessMax),
+                    checked_enum<sm::Space>(c.permission().space(), sm::kSpaceMax),
+                    c.permission().prefix()};
+            }
+            return sm::Op{std::move(op)};
+        }
+        case B::kAuthEnable:
+            return sm::Op{sm::AuthEnable{r.auth_enable().enabled()}};
         default:
             break;
     }
@@ -195,8 +235,11 @@ Result<sm::Command, std::string> to_command(const proto::Request& request, uint6
     }
     sm::Command c;
     c.op = std::move(op).value();
-    if (std::holds_alternative<sm::OpenSession>(c.op)) {
-        c.seq = open_nonce;
+    if (std::holds_alternative<sm::OpenSession>(c.op) ||
+        std::holds_alternative<sm::UserChange>(c.op) ||
+        std::holds_alternative<sm::RoleChange>(c.op) ||
+        std::holds_alternative<sm::AuthEnable>(c.op)) {
+        c.seq = open_nonce;  // session-less: the reply finds its request by this nonce
     } else {
         if (request.session_id() == 0 || request.seq() == 0 || request.ack_seq() >= request.seq()) {
             return std::string(
@@ -277,12 +320,22 @@ void to_proto(const sm::SessionInfo& info, proto::SessionInfo& out) {
     out.set_last_keepalive_ms(info.last_keepalive_ms);
     out.set_ephemerals(info.ephemerals);
     out.set_locks(info.locks);
+    out.set_owner(info.owner);
+}
+
+void to_proto(const sm::Permission& p, proto::Permission& out) {
+    out.set_access(static_cast<proto::Access>(p.access));
+    out.set_space(static_cast<proto::Space>(p.space));
+    out.set_prefix(p.prefix);
 }
 
 void fill_write_response(const sm::Command& command,
                          const sm::Response& response,
                          proto::Response& out) {
     out.set_code(to_proto(response.code));
+    if (!response.message.empty()) {
+        out.set_message(response.message);
+    }
     if (response.code != sm::ErrorCode::kOk && response.results.empty()) {
         return;
     }
@@ -350,6 +403,16 @@ std::string describe(proto::Code code) {
             return "the node's ACL does not grant this permission";
         case proto::INVALID_ACL:
             return "invalid ACL: empty, an unknown scheme or a malformed id";
+        case proto::PERMISSION_DENIED:
+            return "permission denied";
+        case proto::NO_USER:
+            return "no such user";
+        case proto::NO_ROLE:
+            return "no such role";
+        case proto::USER_EXISTS:
+            return "the user exists already";
+        case proto::ROLE_EXISTS:
+            return "the role exists already";
         case proto::UNAVAILABLE:
             return "no leader is available now; retry";
         case proto::TIMEOUT:

@@ -16,17 +16,19 @@ namespace raftlock::server {
 
 // How the server handles a request body.
 enum class RequestKind : uint8_t {
-    kWrite,       // a command for the log
-    kRead,        // served after a ReadIndex round (get, exists, children, describe, list...)
-    kKeepAlive,   // session liveness (leader in memory, confirmed by ReadIndex)
-    kLocal,       // answered by this node at once (persistent watches, node status)
-    kMembership,  // a configuration change (leader only)
-    kInvalid,     // no body: BAD_REQUEST
+    kWrite,         // a command for the log
+    kRead,          // served after a ReadIndex round (get, exists, children, describe, list...)
+    kKeepAlive,     // session liveness (leader in memory, confirmed by ReadIndex)
+    kLocal,         // answered by this node at once (persistent watches, node status)
+    kMembership,    // a configuration change (leader only)
+    kAuthenticate,  // a step of this connection's login (SCRAM), answered at once
+    kInvalid,       // no body: BAD_REQUEST
 };
 RequestKind kind_of(const proto::Request& request);
 
 // A write request as a Command with time_ms = 0 (the leader stamps it). Session writes carry the
-// request's (session_id, seq, ack_seq, fence); OpenSession gets seq = `open_nonce`. Not for
+// request's (session_id, seq, ack_seq, fence); OpenSession and the user, role and auth changes
+// (session-less) get seq = `open_nonce`. Not for
 // attach_session (its first seq is the server's choice: Replica::submit_attach). An error says
 // which field is wrong, in words for the client ("acquire: wait_ms -5 is out of range").
 Result<statemachine::Command, std::string> to_command(const proto::Request& request,
@@ -45,6 +47,7 @@ proto::Code to_proto(statemachine::ErrorCode code);
 void to_proto(const statemachine::Stat& stat, proto::Stat& out);
 void to_proto(const statemachine::LockInfo& info, proto::LockInfo& out);
 void to_proto(const statemachine::SessionInfo& info, proto::SessionInfo& out);
+void to_proto(const statemachine::Permission& permission, proto::Permission& out);
 
 // Fills `out` (code and result) with the reply to `command` that the state machine gave.
 void fill_write_response(const statemachine::Command& command,

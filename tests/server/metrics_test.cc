@@ -272,18 +272,29 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
     std::map<std::string, std::string> types = e.types;
     std::map<std::string, std::string> values = e.values;
     CHECK(std::is_sorted(names.begin(), names.end()));
-    CHECK(names.size() == 19 + 1 + 4 + 4);
-    for (const char* counter :
-         {"raftlock_proposals_total", "raftlock_proposals_dropped_total",
-          "raftlock_forwarded_writes_total", "raftlock_forwards_resent_total",
-          "raftlock_elections_total", "raftlock_leader_changes_total",
-          "raftlock_applied_entries_total", "raftlock_snapshots_created_total",
-          "raftlock_snapshots_installed_total", "raftlock_client_requests_total",
-          "raftlock_client_errors_total", "raftlock_read_index_requests_total",
-          "raftlock_local_reads_total", "raftlock_watch_events_total",
-          "raftlock_lock_grants_pushed_total", "raftlock_sessions_expired_total",
-          "raftlock_redis_reads_deferred_total", "raftlock_redis_scripts_over_budget_total",
-          "raftlock_forwarded_internal_refused_total"}) {
+    CHECK(names.size() == 22 + 1 + 4 + 4);
+    for (const char* counter : {"raftlock_proposals_total",
+                                "raftlock_proposals_dropped_total",
+                                "raftlock_forwarded_writes_total",
+                                "raftlock_forwards_resent_total",
+                                "raftlock_elections_total",
+                                "raftlock_leader_changes_total",
+                                "raftlock_applied_entries_total",
+                                "raftlock_snapshots_created_total",
+                                "raftlock_snapshots_installed_total",
+                                "raftlock_client_requests_total",
+                                "raftlock_client_errors_total",
+                                "raftlock_read_index_requests_total",
+                                "raftlock_local_reads_total",
+                                "raftlock_watch_events_total",
+                                "raftlock_lock_grants_pushed_total",
+                                "raftlock_sessions_expired_total",
+                                "raftlock_redis_reads_deferred_total",
+                                "raftlock_redis_scripts_over_budget_total",
+                                "raftlock_forwarded_internal_refused_total",
+                                "raftlock_auth_logins_total",
+                                "raftlock_auth_failures_total",
+                                "raftlock_permission_denied_total"}) {
         INFO(counter);
         CHECK(types[counter] == "counter");
     }

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Users and permissions on the native port (issue 18; docs/security.md): a cluster started with
+# --root-password-file creates root and turns authentication on; the CLI logs in with SCRAM;
+# root makes a user and a role; every refusal says what was missing, and nothing changed. Each
+# refusal has its positive control (the same request by a user who may), so the test cannot pass
+# by refusing everything.
+#
+#   auth_test.sh BUILD_DIR PORT_BASE
+source "$(dirname "$0")/../cluster_lib.sh" "$1" "$2" auth
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+rl() {
+    "$build_dir/cli/raftlock" --timeout 10s "$@"
+}
+# Runs the CLI expecting a refusal whose message holds $1; the rest are its arguments.
+refused() {
+    local want=$1 out
+    shift
+    if out=$(rl "$@" 2>&1); then
+        fail "raftlock $* was served: $out"
+    fi
+    grep -qF -- "$want" <<<"$out" || fail "raftlock $*: expected '$want', got: $out"
+    echo "ok: refused: raftlock $* -> $(tail -n 1 <<<"$out")"
+}
+
+printf 'root-secret\n' >"$work/root.pw"
+chmod 600 "$work/root.pw"
+printf 'bob-secret\n' >"$work/bob.pw"
+printf 'wrong\n' >"$work/wrong.pw"
+export RAFTLOCKD_ARGS="--root-password-file $work/root.pw"
+cluster up >/dev/null || fail "cluster.sh up"
+export RAFTLOCK_ENDPOINTS="127.0.0.1:$((port_base + 101)),127.0.0.1:$((port_base + 102)),127.0.0.1:$((port_base + 103))"
+root=(--user root --password-file "$work/root.pw")
+bob=(--user bob --password-file "$work/bob.pw")
+
+# The first leader proposes root; every node applies it.
+for _ in $(seq 1 100); do
+    status=$(rl --output json auth status 2>/dev/null || true)
+    grep -q '"enabled":true' <<<"$status" && break
+    sleep 0.1
+done
+grep -q '"enabled":true' <<<"$status" || fail "authentication not enabled: $status"
+echo "ok: --root-password-file made root and enabled authentication"
+
+refused "authentication required" create /anonymous x
+refused "wrong password" --user root --password-file "$work/wrong.pw" get /
+refused "wrong password" --user nobody --password-file "$work/wrong.pw" get /
+[ "$(rl "${root[@]}" --output json auth status)" = '{"enabled":true,"root":true,"user":"root"}' ] ||
+    fail "root's auth status"
+
+rl "${root[@]}" user add bob --new-password-file "$work/bob.pw" >/dev/null || fail "user add bob"
+rl "${root[@]}" role add jobs >/dev/null || fail "role add"
+rl "${root[@]}" role grant jobs write lock jobs/ >/dev/null || fail "role grant lock"
+rl "${root[@]}" role grant jobs read node / >/dev/null || fail "role grant node"
+rl "${root[@]}" user grant bob jobs >/dev/null || fail "user grant"
+[ "$(rl "${root[@]}" user list)" = "$(printf 'bob\nroot')" ] || fail "user list"
+rl "${root[@]}" role get jobs | grep -qF 'write lock "jobs/"' || fail "role get"
+rl "${bob[@]}" user get | grep -q "roles: jobs" || fail "bob's own user"
+echo "ok: root added bob with role jobs (write on locks jobs/, read on nodes)"
+
+# Locks: inside the prefix granted, outside refused (and the lock stays free).
+rl "${bob[@]}" lock jobs/nightly -- true || fail "bob's lock inside his prefix"
+refused 'user "bob" lacks write on lock "db"' "${bob[@]}" lock db -- true
+rl "${root[@]}" describe db | grep -q "^holders  0" || fail "db is held after the refusal"
+# Nodes: read but not write.
+rl "${root[@]}" create /config v1 >/dev/null || fail "root's create"
+[ "$(rl "${bob[@]}" get /config)" = v1 ] || fail "bob's read"
+refused 'user "bob" lacks write on node "/config"' "${bob[@]}" set /config v2
+[ "$(rl "${root[@]}" get /config)" = v1 ] || fail "the refused set changed /config"
+# Administration: bob may not.
+refused "needs the root role" "${bob[@]}" user add eve --no-password
+refused "needs the root role" "${bob[@]}" role grant jobs write lock ""
+refused "needs the root role" "${bob[@]}" session list
+refused "needs the root role" "${bob[@]}" auth disable
+[ "$(rl "${root[@]}" user list)" = "$(printf 'bob\nroot')" ] || fail "a refused change changed users"
+
+# Sessions belong to their owner: bob cannot close, renew or release through root's session.
+held=$(rl "${root[@]}" --output json acquire jobs/held --ttl 60s --no-wait) ||
+    fail "root's acquire: $held"
+session=$(grep -oE '"session":[0-9]+' <<<"$held" | cut -d: -f2)
+rl "${root[@]}" session list | grep -qE "^$session .* root$" || fail "session owner not shown"
+refused "belongs to another user" "${bob[@]}" session close "$session"
+refused "belongs to another user" "${bob[@]}" release jobs/held --session "$session"
+refused "belongs to another user" "${bob[@]}" renew --session "$session"
+rl "${root[@]}" describe jobs/held | grep -q "session $session " || fail "root's lock lost"
+rl "${root[@]}" release jobs/held --session "$session" >/dev/null || fail "root's release"
+echo "ok: another user's session refused; its owner (root) still served"
+
+# A user changes its own password; the old one stops working.
+printf 'bob-new\n' >"$work/bob-new.pw"
+rl "${bob[@]}" user passwd bob --new-password-file "$work/bob-new.pw" >/dev/null ||
+    fail "bob's own passwd"
+refused "wrong password" "${bob[@]}" get /config
+[ "$(rl --user bob --password-file "$work/bob-new.pw" get /config)" = v1 ] ||
+    fail "bob's new password"
+
+# The counters show the failed logins and the refusals.
+metrics=$(curl -s "http://127.0.0.1:$((port_base + 201))/metrics")
+for counter in raftlock_auth_failures_total raftlock_auth_logins_total \
+    raftlock_permission_denied_total; do
+    value=$(grep -E "^$counter " <<<"$metrics" | awk '{print $2}')
+    [ -n "$value" ] || fail "$counter missing"
+done
+total=0
+for n in 1 2 3; do
+    v=$(curl -s "http://127.0.0.1:$((port_base + 200 + n))/metrics" |
+        awk '/^raftlock_auth_failures_total /{print $2}')
+    total=$((total + ${v:-0}))
+done
+# Three logins failed so far (root's and nobody's wrong passwords, bob's old one).
+[ "$total" -eq 3 ] || fail "auth failures counted: $total, not 3"
+echo "ok: /metrics counted the 3 failed logins"
+# Users survive a restart (the log replays them; the node does not bootstrap root again).
+cluster kill 2 >/dev/null
+cluster start 2 >/dev/null || fail "cluster.sh start 2"
+[ "$(RAFTLOCK_ENDPOINTS=127.0.0.1:$((port_base + 102)) rl --user bob --password-file \
+    "$work/bob-new.pw" get /config)" = v1 ] || fail "bob on the restarted node"
+RAFTLOCK_ENDPOINTS=127.0.0.1:$((port_base + 102)) refused "authentication required" get /config
+
+echo "auth_test: all passed"
