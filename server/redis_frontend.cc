@@ -20,6 +20,8 @@ bool allowed_before_auth(std::string_view name) {
     return iequals(name, "auth") || iequals(name, "hello") || iequals(name, "quit");
 }
 
+constexpr int kLoginFailuresMax = 3;
+
 }  // namespace
 
 RedisFrontend::RedisFrontend(RedisFrontendOptions options,
@@ -67,7 +69,7 @@ void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
         const size_t index = c.next_dispatch;
         const redis::Argv& argv = c.pending[index].argv;
         std::optional<Value> immediate;
-        if (!c.authenticated && !allowed_before_auth(argv[0])) {
+        if (!logged_in(c) && !allowed_before_auth(argv[0])) {
             immediate = Value::error("NOAUTH Authentication required.");
         } else {
             immediate = redis::precheck(argv);
@@ -91,7 +93,8 @@ void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
         c.in_flight_route = route;
         // The arguments are not needed here once dispatched: hand them over instead of copying.
         // The backend may answer at once (an error): on_reply completes it, and this loop goes on.
-        backend_.redis_command(id, c.first_ticket + index, std::move(c.pending[index].argv));
+        backend_.redis_command(id, c.first_ticket + index, std::move(c.pending[index].argv),
+                               c.user);
     }
     c.dispatching = false;
     flush(id, c);
@@ -171,6 +174,10 @@ Value RedisFrontend::run_local(Conn& c, const redis::Argv& argv) {
         if (argv.size() > 3) {
             return Value::error(std::string(redis::kSyntaxError));
         }
+        if (backend_.redis_users_enabled()) {
+            // AUTH password names Redis's default user, which a cluster with users has not.
+            return *log_in(c, argv.size() == 3 ? argv[1] : "default", argv.back());
+        }
         if (options_.password.empty()) {
             // As Redis's default user without a password: AUTH default <anything> is accepted.
             if (argv.size() == 3 && argv[1] == "default") {
@@ -202,6 +209,25 @@ Value RedisFrontend::run_local(Conn& c, const redis::Argv& argv) {
     RL_PANIC("a connection command without a handler");
 }
 
+bool RedisFrontend::logged_in(const Conn& c) const {
+    return backend_.redis_users_enabled() ? !c.user.empty() : c.authenticated;
+}
+
+std::optional<Value> RedisFrontend::log_in(Conn& c,
+                                           const std::string& user,
+                                           const std::string& password) {
+    if (backend_.redis_login(user, password)) {
+        c.user = user;
+        c.authenticated = true;
+        return Value::ok();
+    }
+    // Each attempt costs the node a key derivation: a connection gets three.
+    if (++c.failed_logins >= kLoginFailuresMax) {
+        c.quitting = true;
+    }
+    return Value::error("WRONGPASS invalid username-password pair or user is disabled.");
+}
+
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
 Value RedisFrontend::hello(Conn& c, const redis::Argv& argv) {
     int protocol = c.protocol;
@@ -218,7 +244,12 @@ Value RedisFrontend::hello(Conn& c, const redis::Argv& argv) {
     std::optional<std::string> new_name;
     for (; i < argv.size(); ++i) {
         const bool more = i + 1 < argv.size();
-        if (iequals(argv[i], "auth") && i + 2 < argv.size()) {
+        if (iequals(argv[i], "auth") && i + 2 < argv.size() && backend_.redis_users_enabled()) {
+            if (Value logged = *log_in(c, argv[i + 1], argv[i + 2]); logged.is_error()) {
+                return logged;
+            }
+            i += 2;
+        } else if (iequals(argv[i], "auth") && i + 2 < argv.size()) {
             if (argv[i + 1] != "default" ||
                 (!options_.password.empty() && argv[i + 2] != options_.password)) {
                 return Value::error(
@@ -232,7 +263,7 @@ Value RedisFrontend::hello(Conn& c, const redis::Argv& argv) {
             return Value::error(fmt::format("ERR Syntax error in HELLO option '{}'", argv[i]));
         }
     }
-    if (!c.authenticated) {
+    if (!logged_in(c)) {
         return Value::error(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
             "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "

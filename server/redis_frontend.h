@@ -44,12 +44,23 @@ public:
 class RedisBackend {
 public:
     virtual ~RedisBackend() = default;
-    // argv passed redis::precheck; its route is kRead or kWrite.
-    virtual void redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&& argv) = 0;
+    // argv passed redis::precheck; its route is kRead or kWrite. `user`: who the connection
+    // logged in as (empty: nobody), whose permissions the command is checked against.
+    virtual void redis_command(net::ConnectionId id,
+                               uint64_t ticket,
+                               redis::Argv&& argv,
+                               const std::string& user) = 0;
     virtual void redis_closed(net::ConnectionId id) = 0;
     // The replication section of INFO: "role:master" or "role:slave", and more fields.
     virtual std::string redis_replication_info() const = 0;
     virtual size_t redis_key_count() const = 0;
+    // The cluster's users (docs/security.md): while they are enabled, a connection must log in
+    // as one (AUTH user pass, HELLO AUTH) instead of giving --redis-password.
+    virtual bool redis_users_enabled() const { return false; }
+    // Whether `password` is `user`'s (counted as a login or a failed one).
+    virtual bool redis_login(const std::string& /*user*/, const std::string& /*password*/) {
+        return false;
+    }
 };
 
 struct RedisFrontendOptions {
@@ -88,7 +99,9 @@ private:
         std::string remote;
         std::string name;
         int protocol = 2;
-        bool authenticated = false;
+        bool authenticated = false;  // gave --redis-password (or none is needed)
+        std::string user;            // logged in as a cluster user (AUTH user pass)
+        int failed_logins = 0;
         bool quitting = false;
         bool paused = false;
         bool dispatching = false;  // inside dispatch(): a synchronous reply must not recurse
@@ -104,6 +117,9 @@ private:
     // Answers a connection command; false when the connection is to close after the reply.
     redis::Value run_local(Conn& c, const redis::Argv& argv);
     redis::Value hello(Conn& c, const redis::Argv& argv);
+    // AUTH and HELLO AUTH: OK, or WRONGPASS (the third on a connection closes it).
+    std::optional<redis::Value> log_in(Conn& c, const std::string& user, const std::string& pass);
+    bool logged_in(const Conn& c) const;
     redis::Value client(Conn& c, const redis::Argv& argv);
     redis::Value command_info(const redis::Argv& argv) const;
     redis::Value info(const redis::Argv& argv) const;

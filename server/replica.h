@@ -114,7 +114,12 @@ public:
     // RedisBackend: Redis commands from the RESP port (replica_redis.cc). Replies go to the
     // front end given here (none: the Redis port is off).
     void set_redis_frontend(RedisFrontend* frontend) { redis_frontend_ = frontend; }
-    void redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&& argv) override;
+    void redis_command(net::ConnectionId id,
+                       uint64_t ticket,
+                       redis::Argv&& argv,
+                       const std::string& user) override;
+    bool redis_users_enabled() const override;
+    bool redis_login(const std::string& user, const std::string& password) override;
     void redis_closed(net::ConnectionId id) override;
     std::string redis_replication_info() const override;
     size_t redis_key_count() const override;

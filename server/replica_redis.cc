@@ -13,7 +13,10 @@ namespace raftlock::server {
 
 namespace sm = statemachine;
 
-void Replica::redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&& argv) {
+void Replica::redis_command(net::ConnectionId id,
+                            uint64_t ticket,
+                            redis::Argv&& argv,
+                            const std::string& user) {
     RL_ASSERT(is_redis(id));
     const ClientRef client{id, ticket};
     ++metrics_.client_requests_total;
@@ -21,15 +24,14 @@ void Replica::redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&&
         respond_error(client, proto::SHUTTING_DOWN);
         return;
     }
-    if (sm_.auth().enabled()) {
-        // Fail closed: no Redis connection logs a user in yet, so none may read or write.
-        ++metrics_.permission_denied_total;
-        redis_reply(client, redis::Value::error(
-                                "NOPERM raftlock: this cluster has authentication enabled, and "
-                                "the Redis port does not log users in yet: use the native port"));
-        return;
-    }
     if (redis::route_of(argv) == redis::Route::kRead) {
+        // A read is checked here (it does not go through the log); a write where it applies.
+        if (!sm_.auth().permits(user, sm::Need{sm::Access::kRead, sm::Space::kRedis, ""})) {
+            ++metrics_.permission_denied_total;
+            redis_reply(client, redis::Value::error(fmt::format(
+                                    "NOPERM user \"{}\" lacks read on redis \"\"", user)));
+            return;
+        }
 #ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
         if (negative_controls::on(negative_controls::Control::kLocalReads)) {
             redis_reply(client, sm_.redis_query(argv));
@@ -53,10 +55,32 @@ void Replica::redis_command(net::ConnectionId id, uint64_t ticket, redis::Argv&&
                                 sm::kRedisArgsMax, sm::kRedisCommandBytesMax)));
         return;
     }
+    command.user = user;
+    if (std::optional<sm::Response> refused = write_refusal(command)) {
+        ++metrics_.permission_denied_total;
+        redis_reply(client, redis::Value::error("NOPERM " + refused->message));
+        return;
+    }
     // Keyed like an OpenSession: (no session, this server's sequence number). Resubmitting it to
     // a new leader is safe: the keyspace applies each (origin, seq) at most once.
     const bool added = add_pending_write(id, ticket, std::move(command));
     RL_ASSERT(added);
+}
+
+bool Replica::redis_users_enabled() const {
+    return sm_.auth().enabled();
+}
+
+bool Replica::redis_login(const std::string& user, const std::string& password) {
+    const std::optional<sm::Credentials> stored = sm_.auth().credentials(user);
+    // One key derivation either way, so that the time taken does not tell who exists.
+    static const base::scram::Verifier kDecoy = base::scram::make_verifier(
+        "", std::string(base::scram::kSaltBytes, 's'), base::scram::kIterationsMin);
+    const bool known = stored && stored->has_password();
+    const bool matches =
+        base::scram::password_matches(known ? sm::to_verifier(*stored) : kDecoy, password) && known;
+    ++(matches ? metrics_.auth_logins_total : metrics_.auth_failures_total);
+    return matches;
 }
 
 void Replica::redis_closed(net::ConnectionId id) {

@@ -31,10 +31,21 @@ struct Backend final : RedisBackend {
     struct Call {
         uint64_t ticket;
         redis::Argv argv;
+        std::string user;
     };
-    void redis_command(net::ConnectionId, uint64_t ticket, redis::Argv&& argv) override {
-        calls.push_back(Call{ticket, std::move(argv)});
+    void redis_command(net::ConnectionId,
+                       uint64_t ticket,
+                       redis::Argv&& argv,
+                       const std::string& user) override {
+        calls.push_back(Call{ticket, std::move(argv), user});
     }
+    bool redis_users_enabled() const override { return users; }
+    bool redis_login(const std::string& user, const std::string& password) override {
+        ++logins;
+        return user == "bob" && password == "secret";
+    }
+    bool users = false;
+    int logins = 0;
     void redis_closed(net::ConnectionId) override { ++closes; }
     std::string redis_replication_info() const override { return "role:master\r\n"; }
     size_t redis_key_count() const override { return 3; }
@@ -113,6 +124,29 @@ TEST_CASE("HELLO 3 switches the encoding of later replies", "[redis]") {
     CHECK(out.ends_with("_\r\n"));            // RESP3 null
     f.command({"HELLO", "4"});
     CHECK(f.take() == "-NOPROTO unsupported protocol version\r\n");
+}
+
+TEST_CASE("with cluster users, AUTH user pass logs in; the third failure closes", "[redis]") {
+    Fixture f;
+    f.backend.users = true;
+    f.command({"GET", "k"});
+    CHECK(f.take() == "-NOAUTH Authentication required.\r\n");
+    f.command({"AUTH", "bob", "secret"});
+    CHECK(f.take() == "+OK\r\n");
+    f.command({"GET", "k"});
+    REQUIRE(f.backend.calls.size() == 1);
+    CHECK(f.backend.calls[0].user == "bob");  // the backend checks what bob may do
+    f.answer(0, Value::null());
+    f.take();
+    // AUTH password names the default user, which a cluster with users has not.
+    f.command({"AUTH", "secret"});
+    CHECK(f.take() == "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+    f.command({"AUTH", "bob", "guess"});
+    CHECK_FALSE(f.output.closed);
+    f.command({"HELLO", "3", "AUTH", "bob", "guess"});  // the third failure
+    CHECK(f.output.closed);
+    f.command({"AUTH", "bob", "secret"});  // after it: not even read
+    CHECK(f.backend.logins == 4);
 }
 
 TEST_CASE("AUTH gates every command but AUTH, HELLO and QUIT", "[redis]") {

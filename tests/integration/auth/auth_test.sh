@@ -97,6 +97,26 @@ refused "wrong password" "${bob[@]}" get /config
 [ "$(rl --user bob --password-file "$work/bob-new.pw" get /config)" = v1 ] ||
     fail "bob's new password"
 
+# The Redis port: AUTH user pass and HELLO AUTH log in as a cluster user; what the user may do
+# is what its roles grant (the redis space takes the empty prefix). Before a login: NOAUTH.
+redis=(redis-cli -p $((port_base + 301)))
+[ "$("${redis[@]}" GET k 2>&1)" = "NOAUTH Authentication required." ] || fail "redis before AUTH"
+[ "$("${redis[@]}" --user bob --pass bob-new --no-auth-warning SET k v 2>&1)" = \
+    'NOPERM user "bob" lacks write on redis ""' ] || fail "redis SET without the permission"
+[ "$("${redis[@]}" --user root --pass root-secret --no-auth-warning GET k 2>&1)" = "" ] ||
+    fail "the refused SET wrote k"
+rl "${root[@]}" role grant jobs write redis >/dev/null || fail "role grant redis"
+[ "$("${redis[@]}" --user bob --pass bob-new --no-auth-warning SET k v 2>&1)" = OK ] ||
+    fail "redis SET with the permission"
+[ "$("${redis[@]}" --user bob --pass bob-new --no-auth-warning GET k 2>&1)" = v ] ||
+    fail "redis GET with write (which includes read)"
+out=$("${redis[@]}" --user bob --pass wrong --no-auth-warning GET k 2>&1)
+[ "$out" = "$(printf 'AUTH failed: WRONGPASS invalid username-password pair or user is disabled.\nNOAUTH Authentication required.')" ] ||
+    fail "redis wrong password: $out"
+hello=$("${redis[@]}" HELLO 3 AUTH bob bob-new 2>&1)
+grep -q "proto" <<<"$hello" || fail "HELLO 3 AUTH bob: $hello"
+echo "ok: Redis AUTH user pass and HELLO AUTH as cluster users; NOPERM without the permission"
+
 # The counters show the failed logins and the refusals.
 metrics=$(curl -s "http://127.0.0.1:$((port_base + 201))/metrics")
 for counter in raftlock_auth_failures_total raftlock_auth_logins_total \
@@ -110,9 +130,10 @@ for n in 1 2 3; do
         awk '/^raftlock_auth_failures_total /{print $2}')
     total=$((total + ${v:-0}))
 done
-# Three logins failed so far (root's and nobody's wrong passwords, bob's old one).
-[ "$total" -eq 3 ] || fail "auth failures counted: $total, not 3"
-echo "ok: /metrics counted the 3 failed logins"
+# Three native logins failed so far (root's and nobody's wrong passwords, bob's old one),
+# and one Redis AUTH.
+[ "$total" -eq 4 ] || fail "auth failures counted: $total, not 4"
+echo "ok: /metrics counted the 4 failed logins"
 # Users survive a restart (the log replays them; the node does not bootstrap root again).
 cluster kill 2 >/dev/null
 cluster start 2 >/dev/null || fail "cluster.sh start 2"
