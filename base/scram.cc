@@ -433,8 +433,9 @@ Result<ClientFirst, Error> parse_client_first(std::string_view message) {
     if (!user) {
         return malformed(kWhat, "the user name has an '=' that is not \"=2C\" or \"=3D\"");
     }
-    if (user->empty() || !valid_utf8_without_nul(*user)) {
-        return malformed(kWhat, "the user name is empty or not UTF-8 without NUL");
+    // Empty is allowed: libpq sends "n=" and PostgreSQL takes the user of the startup packet.
+    if (!valid_utf8_without_nul(*user)) {
+        return malformed(kWhat, "the user name is not UTF-8 without NUL");
     }
     const std::optional<std::string_view> nonce = attribute_value(fields[3], 'r');
     if (!nonce || !printable_without_comma(*nonce)) {

@@ -105,7 +105,9 @@ struct Error {
 
 // A parsed client-first-message: what the server needs to look the user up and to go on.
 struct ClientFirst {
-    std::string user;          // decoded ("=2C" is ',' again): the name to look up
+    // Decoded ("=2C" is ',' again): the name to look up. May be empty: libpq sends none (the
+    // PostgreSQL server uses the startup packet's user), so each port decides what empty means.
+    std::string user;
     std::string client_nonce;  // printable ASCII without ','
     std::string gs2_header;    // "n,," or "y,,", which the client-final-message must echo
     std::string bare;          // the message without the gs2 header, part of the AuthMessage

@@ -280,8 +280,15 @@ Decoded decode_regular(char type, std::string_view body, const PgLimits& limits)
             return decode_target<PgClose>(r);
         case 'X':
             return finish(r, PgTerminate{});
-        case 'p':
-            return finish(r, PgPassword{r.cstring("the password")});
+        case 'p': {
+            std::string body = r.bytes(r.remaining(), "the body");
+            if (const size_t nul = body.find('\0');
+                nul != std::string::npos && nul + 1 == body.size()) {
+                body.pop_back();
+                return finish(r, PgPassword{std::move(body)});
+            }
+            return finish(r, PgSaslMessage{std::move(body)});
+        }
         case 'd':
             return finish(r, PgCopyData{r.bytes(r.remaining(), "the data")});
         case 'c':
@@ -674,6 +681,26 @@ std::string to_string(const PgPassword& m) {
     return fmt::format("PasswordMessage ({} bytes)", m.password.size());
 }
 
+std::string to_string(const PgSaslMessage& m) {
+    return fmt::format("SASL message ({} bytes)", m.body.size());
+}
+
+Result<PgSaslInitialResponse, std::string> parse_sasl_initial_response(std::string_view body) {
+    BodyReader r(body, "SASLInitialResponse");
+    PgSaslInitialResponse out;
+    out.mechanism = r.cstring("the mechanism");
+    const int32_t length = r.i32("the data's length");
+    if (r.ok() && (length < 0 || static_cast<size_t>(length) != r.remaining())) {
+        r.fail(fmt::format("SASLInitialResponse: a data length of {} with {} bytes left", length,
+                           r.remaining()));
+    }
+    out.data = r.bytes(r.remaining(), "the data");
+    if (std::optional<PgProtocolError> error = r.finish()) {
+        return error->message;
+    }
+    return out;
+}
+
 std::string to_string(const PgCopyData& m) {
     return fmt::format("CopyData ({} bytes)", m.data.size());
 }
@@ -806,6 +833,29 @@ void encode_authentication_ok(std::string& out) {
 
 void encode_authentication_cleartext_password(std::string& out) {
     encode_authentication(3, out);
+}
+
+void encode_authentication_sasl_scram(std::string& out) {
+    const size_t at = begin_message('R', out);
+    put_u32(10, out);
+    out.append("SCRAM-SHA-256");
+    out.push_back('\0');
+    out.push_back('\0');  // the end of the list
+    end_message(at, out);
+}
+
+void encode_authentication_sasl_continue(std::string_view data, std::string& out) {
+    const size_t at = begin_message('R', out);
+    put_u32(11, out);
+    out.append(data);
+    end_message(at, out);
+}
+
+void encode_authentication_sasl_final(std::string_view data, std::string& out) {
+    const size_t at = begin_message('R', out);
+    put_u32(12, out);
+    out.append(data);
+    end_message(at, out);
 }
 
 void encode_authentication_md5_password(std::array<uint8_t, 4> salt, std::string& out) {

@@ -11,8 +11,9 @@
 // Not supported, each refused with a protocol error: protocol versions other than 3.0
 // (PostgreSQL answers a newer 3.x with NegotiateProtocolVersion and carries on in 3.0; we close
 // the connection instead, which clients that ask for 3.0, as libpq does by default, never see),
-// FunctionCall ('F'), and SASL: a 'p' message is always read as a PasswordMessage (cleartext or
-// md5).
+// FunctionCall ('F'). A 'p' message is a PasswordMessage when its body is one C string, else a
+// SASL message (SASLInitialResponse or SASLResponse), which the server reads knowing which one it
+// asked for; the only SASL mechanism is SCRAM-SHA-256.
 
 #include <array>
 #include <cstddef>
@@ -202,6 +203,21 @@ struct PgPassword {
     bool operator==(const PgPassword&) const = default;
 };
 
+// A 'p' message that is not one C string: SASLInitialResponse (mechanism, int32 length, data) or
+// SASLResponse (data), told apart by the server's state (parse_sasl_initial_response).
+struct PgSaslMessage {
+    std::string body;
+
+    bool operator==(const PgSaslMessage&) const = default;
+};
+
+struct PgSaslInitialResponse {
+    std::string mechanism;
+    std::string data;  // the client-first-message
+};
+// The body of a SASLInitialResponse; an error names what is wrong, for a FATAL to the client.
+Result<PgSaslInitialResponse, std::string> parse_sasl_initial_response(std::string_view body);
+
 // CopyData, CopyDone, CopyFail ('d', 'c', 'f'): decoded only so that the server can answer a
 // COPY attempt with a clear error; the SQL mode has no COPY.
 struct PgCopyData {
@@ -234,6 +250,7 @@ using PgFrontendMessage = std::variant<PgStartup,
                                        PgClose,
                                        PgTerminate,
                                        PgPassword,
+                                       PgSaslMessage,
                                        PgCopyData,
                                        PgCopyDone,
                                        PgCopyFail>;
@@ -326,6 +343,7 @@ std::string to_string(const PgFlush& m);
 std::string to_string(const PgClose& m);
 std::string to_string(const PgTerminate& m);
 std::string to_string(const PgPassword& m);
+std::string to_string(const PgSaslMessage& m);
 std::string to_string(const PgCopyData& m);
 std::string to_string(const PgCopyDone& m);
 std::string to_string(const PgCopyFail& m);
@@ -387,6 +405,11 @@ PgField pg_field(std::string name, uint32_t type_oid, PgFormat format = PgFormat
 void encode_authentication_ok(std::string& out);
 void encode_authentication_cleartext_password(std::string& out);
 void encode_authentication_md5_password(std::array<uint8_t, 4> salt, std::string& out);
+// AuthenticationSASL (10) offering SCRAM-SHA-256, AuthenticationSASLContinue (11) and
+// AuthenticationSASLFinal (12) carrying the server's SCRAM messages.
+void encode_authentication_sasl_scram(std::string& out);
+void encode_authentication_sasl_continue(std::string_view data, std::string& out);
+void encode_authentication_sasl_final(std::string_view data, std::string& out);
 // What a PostgreSQL client sends in its PasswordMessage after AuthenticationMD5Password(salt):
 // "md5" + hex(md5(hex(md5(password + user)) + the 4 salt bytes)), 35 characters. The server
 // computes the same from the password it knows and compares. The inner hash is what PostgreSQL

@@ -25,7 +25,7 @@ constexpr size_t kPipelineOverrunFactor = 2;
 // The type byte of each alternative of net::PgFrontendMessage, in its order; startup packets
 // have none. For "expected password response, got message type %d".
 constexpr char kMessageTypes[] = {0,   0,   0,   0,   'Q', 'P', 'B', 'D', 'E',
-                                  'S', 'H', 'C', 'X', 'p', 'd', 'c', 'f'};
+                                  'S', 'H', 'C', 'X', 'p', 'p', 'd', 'c', 'f'};
 static_assert(std::size(kMessageTypes) == std::variant_size_v<net::PgFrontendMessage>);
 
 net::PgTransactionStatus wire_status(sql::TxStatus status) {
@@ -324,7 +324,9 @@ void PgFrontend::handle(uint64_t id, Conn& c, net::PgFrontendMessage&& message) 
             }
             return;
         case Phase::kAuthenticating:
-            if (const auto* m = std::get_if<net::PgPassword>(&message)) {
+            if (c.scram_step > 0) {
+                scram_step(id, c, message);
+            } else if (const auto* m = std::get_if<net::PgPassword>(&message)) {
                 authenticate(id, c, *m);
             } else {
                 fatal(c, net::PgProtocolError::kSqlstate,
@@ -365,7 +367,8 @@ void PgFrontend::handle_ready(uint64_t id, Conn& c, net::PgFrontendMessage&& mes
         sync(c);
     } else if (std::holds_alternative<net::PgFlush>(message)) {
         // Nothing to do: everything is sent as soon as it is ready.
-    } else if (std::holds_alternative<net::PgPassword>(message)) {
+    } else if (std::holds_alternative<net::PgPassword>(message) ||
+               std::holds_alternative<net::PgSaslMessage>(message)) {
         fatal(c, net::PgProtocolError::kSqlstate,
               "a password message is only valid during authentication");
     } else if (std::holds_alternative<net::PgCopyData>(message) ||
@@ -397,6 +400,13 @@ void PgFrontend::startup(uint64_t id, Conn& c, const net::PgStartup& m) {
         }
     }
     c.startup_settings = c.settings;
+    if (backend_.sql_users_enabled()) {
+        // The cluster's users (docs/security.md): SCRAM-SHA-256, as PostgreSQL's own.
+        c.phase = Phase::kAuthenticating;
+        c.scram_step = 1;
+        net::encode_authentication_sasl_scram(c.out);
+        return;
+    }
     if (options_.password.empty()) {
         open_session(id, c);
         return;
@@ -427,10 +437,65 @@ void PgFrontend::authenticate(uint64_t id, Conn& c, const net::PgPassword& m) {
     open_session(id, c);
 }
 
+// The two SASL messages of a SCRAM-SHA-256 login. PostgreSQL ignores the user name inside SCRAM
+// (libpq sends none) and takes the startup packet's; so do we.
+void PgFrontend::scram_step(uint64_t id, Conn& c, const net::PgFrontendMessage& message) {
+    const auto* sasl = std::get_if<net::PgSaslMessage>(&message);
+    if (sasl == nullptr) {
+        fatal(c, net::PgProtocolError::kSqlstate,
+              fmt::format("expected SASL response, got message type {}",
+                          static_cast<int>(kMessageTypes[message.index()])));
+        return;
+    }
+    auto failed = [&] {
+        backend_.sql_login_done(false);
+        fatal(c, "28P01", fmt::format("password authentication failed for user \"{}\"", c.user));
+    };
+    if (c.scram_step == 1) {
+        auto initial = net::parse_sasl_initial_response(sasl->body);
+        if (!initial.ok()) {
+            fatal(c, net::PgProtocolError::kSqlstate, initial.error());
+            return;
+        }
+        if (initial->mechanism != "SCRAM-SHA-256") {
+            fatal(c, "28000", "client selected an invalid SASL authentication mechanism");
+            return;
+        }
+        auto first = base::scram::parse_client_first(initial->data);
+        if (!first.ok()) {
+            fatal(c, net::PgProtocolError::kSqlstate, first.error().message);
+            return;
+        }
+        // An unknown user gets a decoy exchange that fails as a wrong password does.
+        std::optional<base::scram::Verifier> verifier = backend_.sql_verifier(c.user);
+        if (!verifier) {
+            verifier = base::scram::decoy_verifier(
+                c.user, fmt::format("decoy {:016x} {}", options_.secret_seed, options_.node_id));
+        }
+        c.scram = std::make_unique<base::scram::ServerExchange>(std::move(first).value(), *verifier,
+                                                                base::scram::random_nonce());
+        c.scram_step = 2;
+        net::encode_authentication_sasl_continue(c.scram->server_first(), c.out);
+        return;
+    }
+    RL_ASSERT(c.scram_step == 2 && c.scram != nullptr);
+    auto last = c.scram->client_final(sasl->body);
+    c.scram.reset();
+    c.scram_step = 0;
+    if (!last.ok()) {
+        failed();
+        return;
+    }
+    backend_.sql_login_done(true);
+    c.logged_in = true;
+    net::encode_authentication_sasl_final(*last, c.out);
+    open_session(id, c);
+}
+
 void PgFrontend::open_session(uint64_t id, Conn& c) {
     c.phase = Phase::kOpening;
     c.waiting = Waiting::kSession;  // before the call: the backend may answer from inside it
-    backend_.sql_open(id);
+    backend_.sql_open(id, c.logged_in ? c.user : std::string());
 }
 
 void PgFrontend::cancel(const net::PgCancelRequest& m) {

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/scram.h"
 #include "net/pg_codec.h"
 #include "net/pg_listener.h"
 #include "statemachine/sql/engine.h"
@@ -47,7 +48,17 @@ class SqlBackend {
 public:
     virtual ~SqlBackend() = default;
     // Opens a session for connection `id`: answered by on_session_opened or on_session_failed.
-    virtual void sql_open(uint64_t id) = 0;
+    // `user`: the cluster user the connection logged in as (SCRAM), empty when none; its
+    // statements are that user's.
+    virtual void sql_open(uint64_t id, const std::string& user) = 0;
+    // The cluster's users (docs/security.md): while enabled, a connection logs in with
+    // SCRAM-SHA-256 against `user`'s verifier (nullopt: no such user, or one without a password).
+    virtual bool sql_users_enabled() const { return false; }
+    virtual std::optional<base::scram::Verifier> sql_verifier(const std::string& /*user*/) const {
+        return std::nullopt;
+    }
+    // A login ended (counted in /metrics).
+    virtual void sql_login_done(bool /*succeeded*/) {}
     // Runs statement number `seq` (1, 2, 3, ... per session, one at a time) of `session`:
     // answered by on_result(id, seq, ...). `read_only`: sql::is_read_only held for it.
     virtual void sql_statement(uint64_t id,
@@ -174,6 +185,9 @@ private:
         bool block_failure_pending = false;
         bool ready_after_block_failure = false;
         std::string user;
+        bool logged_in = false;  // as `user`, a cluster user (SCRAM)
+        int scram_step = 0;      // 1, 2: the SASL message expected next; 0: no SCRAM login
+        std::unique_ptr<base::scram::ServerExchange> scram;
         std::array<uint8_t, 4> salt{};
         uint64_t session = 0;
         int32_t process_id = 0;
@@ -203,6 +217,7 @@ private:
     void fatal(Conn& c, std::string_view sqlstate, std::string message);
     void startup(uint64_t id, Conn& c, const net::PgStartup& m);
     void authenticate(uint64_t id, Conn& c, const net::PgPassword& m);
+    void scram_step(uint64_t id, Conn& c, const net::PgFrontendMessage& message);
     void open_session(uint64_t id, Conn& c);
     void cancel(const net::PgCancelRequest& m);
     void simple_query(Conn& c, const net::PgQuery& m);

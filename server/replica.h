@@ -127,7 +127,10 @@ public:
     // SqlBackend: the PostgreSQL port's sessions and statements (replica_sql.cc). Answers go to
     // the front end given here (none: the PostgreSQL port is off).
     void set_pg_frontend(PgFrontend* frontend) { pg_frontend_ = frontend; }
-    void sql_open(uint64_t id) override;
+    void sql_open(uint64_t id, const std::string& user) override;
+    bool sql_users_enabled() const override;
+    std::optional<base::scram::Verifier> sql_verifier(const std::string& user) const override;
+    void sql_login_done(bool succeeded) override;
     void sql_statement(uint64_t id,
                        uint64_t session,
                        uint64_t seq,
@@ -353,6 +356,7 @@ private:
     struct PgConn {
         uint64_t session = 0;  // 0 until the OpenSession applies
         uint64_t last_seq = 0;
+        std::string user;  // the cluster user it logged in as (empty: none)
     };
     static bool is_pg(net::ConnectionId id) { return (id & net::kPgConnectionBit) != 0; }
     void sql_answer(const statemachine::Command& command,

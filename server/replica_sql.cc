@@ -16,19 +16,41 @@ namespace raftlock::server {
 
 namespace sm = statemachine;
 
-void Replica::sql_open(uint64_t id) {
+void Replica::sql_open(uint64_t id, const std::string& user) {
     RL_ASSERT(is_pg(id));
     if (shutting_down_) {
         pg_frontend_->on_session_failed(id, "this node is shutting down");
         return;
     }
-    pg_conns_[id] = PgConn{};
+    pg_conns_[id] = PgConn{.user = user};
     sm::Command command;
     command.seq = next_nonce_++;
+    command.user = user;
     command.op = sm::OpenSession{config_.pg_session_timeout_ms};
+    if (std::optional<sm::Response> refused = write_refusal(command)) {
+        ++metrics_.permission_denied_total;
+        pg_frontend_->on_session_failed(id, refused->message);
+        return;
+    }
     const uint64_t nonce = command.seq;
     const bool added = add_pending_write(id, nonce, std::move(command));
     RL_ASSERT(added);
+}
+
+bool Replica::sql_users_enabled() const {
+    return sm_.auth().enabled();
+}
+
+std::optional<base::scram::Verifier> Replica::sql_verifier(const std::string& user) const {
+    const std::optional<sm::Credentials> stored = sm_.auth().credentials(user);
+    if (!stored || !stored->has_password()) {
+        return std::nullopt;
+    }
+    return sm::to_verifier(*stored);
+}
+
+void Replica::sql_login_done(bool succeeded) {
+    ++(succeeded ? metrics_.auth_logins_total : metrics_.auth_failures_total);
 }
 
 // A result the request path made up itself (no leader, a timeout, a limit) carries the session's
@@ -61,7 +83,17 @@ void Replica::sql_statement(
     // Inside a transaction block even a read goes through the log: if it fails, the block must
     // fail with it (PostgreSQL's rule), and only an entry can record that. This node applied the
     // session's every earlier statement, so the status it sees is the session's own.
+    const std::string& user = conn->second.user;
     if (read_only && sm_.sql_tx_status(session) == sql::TxStatus::kIdle) {
+        // A read is checked here (it does not go through the log); a write where it applies.
+        if (!sm_.auth().permits(user, sm::Need{sm::Access::kRead, sm::Space::kSql, ""})) {
+            ++metrics_.permission_denied_total;
+            pg_frontend_->on_result(
+                id, seq,
+                sql_failure(session, "42501",
+                            fmt::format("user \"{}\" lacks read on sql \"\"", user)));
+            return;
+        }
 #ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
         if (negative_controls::on(negative_controls::Control::kLocalReads)) {
             pg_frontend_->on_result(id, seq, sm_.sql_query(session, request));
@@ -76,12 +108,18 @@ void Replica::sql_statement(
     command.client_id = session;
     command.seq = seq;
     command.ack_seq = seq - 1;  // one statement at a time: every earlier result was received
+    command.user = user;
     command.op = sm::SqlStatement{std::move(request)};
     if (sm::validate_command(command) != sm::ErrorCode::kOk) {
         pg_frontend_->on_result(id, seq,
                                 sql_failure(session, "54000",
                                             "the statement or its parameters are larger than the "
                                             "SQL mode's limits"));
+        return;
+    }
+    if (std::optional<sm::Response> refused = write_refusal(command)) {
+        ++metrics_.permission_denied_total;
+        pg_frontend_->on_result(id, seq, sql_failure(session, "42501", refused->message));
         return;
     }
     const bool added = add_pending_write(id, seq, std::move(command));
@@ -95,6 +133,10 @@ Result<sql::Description, sql::SqlError> Replica::sql_describe(std::string_view s
 void Replica::sql_cancel(uint64_t session) {
     sm::Command command;
     command.seq = next_nonce_++;
+    // The cancel key proved the right to cancel: the entry acts as the session's own user.
+    if (auto conn = pg_sessions_.find(session); conn != pg_sessions_.end()) {
+        command.user = pg_conns_.at(conn->second).user;
+    }
     command.op = sm::SqlCancel{session};
     propose_unanswered(std::move(command));
 }
@@ -105,6 +147,7 @@ void Replica::sql_closed(uint64_t id, uint64_t session) {
         return;
     }
     const uint64_t last_seq = conn->second.last_seq;
+    const std::string user = conn->second.user;
     pg_conns_.erase(conn);
     drop_pending_writes(id);
     if (session == sm::kNoSession || !pg_sessions_.contains(session)) {
@@ -121,6 +164,7 @@ void Replica::sql_closed(uint64_t id, uint64_t session) {
     command.client_id = session;
     command.seq = last_seq + 1;
     command.ack_seq = last_seq;
+    command.user = user;
     command.op = sm::CloseSession{};
     propose_unanswered(std::move(command));
 }
@@ -143,7 +187,9 @@ void Replica::sql_answer(const sm::Command& command,
     const sm::Response& response = result.response;
     if (std::holds_alternative<sm::OpenSession>(command.op)) {
         if (response.code != sm::ErrorCode::kOk) {
-            pg_frontend_->on_session_failed(client.conn, describe(to_proto(response.code)));
+            pg_frontend_->on_session_failed(client.conn, response.message.empty()
+                                                             ? describe(to_proto(response.code))
+                                                             : response.message);
             return;
         }
         conn->second.session = response.session;
@@ -154,6 +200,14 @@ void Replica::sql_answer(const sm::Command& command,
     RL_ASSERT(std::holds_alternative<sm::SqlStatement>(command.op));
     if (response.code == sm::ErrorCode::kSessionExpired) {
         sql_session_lost(command.client_id);
+        return;
+    }
+    if (response.code == sm::ErrorCode::kPermissionDenied) {
+        // Refused where it applied (the user lost the permission after this node checked):
+        // response.sql carries SQLSTATE 42501 and the message.
+        sql::StatementResult refused = response.sql;
+        refused.tx_status = sm_.sql_tx_status(command.client_id);
+        pg_frontend_->on_result(client.conn, client.request_id, refused);
         return;
     }
     if (response.code != sm::ErrorCode::kOk) {

@@ -174,7 +174,6 @@ TEST_CASE("malformed client-first-messages are refused", "[scram]") {
         {"x,,n=user,r=nonce", ErrorCode::kMalformed},
         {"nn,,n=user,r=nonce", ErrorCode::kMalformed},
         {"n,x,n=user,r=nonce", ErrorCode::kMalformed},
-        {"n,,n=,r=nonce", ErrorCode::kMalformed},
         {"n,,n=us=er,r=nonce", ErrorCode::kMalformed},
         {"n,,n=us=2c,r=nonce", ErrorCode::kMalformed},  // escapes are upper case
         {"n,,n=user=2,r=nonce", ErrorCode::kMalformed},
@@ -422,6 +421,13 @@ TEST_CASE("decoy verifiers are deterministic, look real and match no password", 
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().code == ErrorCode::kWrongPassword);
     CHECK(refused.error().message == "wrong password");
+}
+
+TEST_CASE("an empty user name parses: libpq sends none, the port decides", "[scram]") {
+    auto parsed = parse_client_first("n,,n=,r=rOprNGfwEbeRWgbNEkqO");
+    REQUIRE(parsed.ok());
+    CHECK(parsed->user.empty());
+    CHECK(parsed->client_nonce == "rOprNGfwEbeRWgbNEkqO");
 }
 
 TEST_CASE("user names with ',' and '=' survive the escaping", "[scram]") {

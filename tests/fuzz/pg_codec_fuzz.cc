@@ -128,6 +128,10 @@ char body_of(const PgPassword& m, std::string& out) {
     put_str(m.password, out);
     return 'p';
 }
+char body_of(const PgSaslMessage& m, std::string& out) {
+    out.append(m.body);
+    return 'p';
+}
 char body_of(const PgCopyData& m, std::string& out) {
     out.append(m.data);
     return 'd';

@@ -520,8 +520,6 @@ TEST_CASE("malformed regular messages are refused with a protocol violation", "[
         // C strings without their NUL.
         {regular('Q', Body().raw("SELECT 1")),
          "Query: invalid string in message (the query has no terminating NUL)"},
-        {regular('p', Body().raw("secret")),
-         "PasswordMessage: invalid string in message (the password has no terminating NUL)"},
         {regular('C', Body().u8('S').raw("s1")),
          "Close: invalid string in message (the name has no terminating NUL)"},
         // Counts: 16-bit and unsigned on the wire, so what a signed reading calls -1 is 65535.
@@ -641,6 +639,30 @@ TEST_CASE("an error is the same whether the bytes arrive whole or one at a time"
         REQUIRE(whole.error);
         CHECK(bytes.error == whole.error);
         CHECK(bytes.messages == whole.messages);
+    }
+}
+
+TEST_CASE("a 'p' message is a password when it is one C string, else a SASL message",
+          "[pg][codec]") {
+    CHECK(std::get<PgPassword>(decode_one(regular('p', Body().str("hunter2")))).password ==
+          "hunter2");
+    const std::string initial = Body().str("SCRAM-SHA-256").i32(9).raw("n,,n=,r=x").bytes();
+    const PgFrontendMessage sasl = decode_one(regular('p', Body().raw(initial)));
+    REQUIRE(std::holds_alternative<PgSaslMessage>(sasl));
+    CHECK(std::get<PgSaslMessage>(sasl).body == initial);
+    auto parsed = parse_sasl_initial_response(initial);
+    REQUIRE(parsed.ok());
+    CHECK(parsed->mechanism == "SCRAM-SHA-256");
+    CHECK(parsed->data == "n,,n=,r=x");
+    // A SASLResponse: the client-final-message, no NUL at all.
+    CHECK(std::get<PgSaslMessage>(decode_one(regular('p', Body().raw("c=biws,r=x,p=y")))).body ==
+          "c=biws,r=x,p=y");
+    // A length that does not match the data, a negative one, a missing one: refused.
+    for (const std::string& bad :
+         {Body().str("SCRAM-SHA-256").i32(10).raw("n,,n=,r=x").bytes(),
+          Body().str("SCRAM-SHA-256").i32(-1).bytes(), Body().str("SCRAM-SHA-256").bytes(),
+          Body().raw("no terminator").bytes()}) {
+        CHECK_FALSE(parse_sasl_initial_response(bad).ok());
     }
 }
 

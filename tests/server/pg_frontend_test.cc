@@ -47,7 +47,7 @@ struct Backend final : SqlBackend {
         sql::StatementRequest request;
         bool read_only = false;
     };
-    void sql_open(uint64_t id) override { opens.push_back(id); }
+    void sql_open(uint64_t id, const std::string&) override { opens.push_back(id); }
     void sql_statement(uint64_t id,
                        uint64_t session,
                        uint64_t seq,
@@ -68,7 +68,15 @@ struct Backend final : SqlBackend {
     }
     void sql_cancel(uint64_t session) override { cancels.push_back(session); }
     void sql_closed(uint64_t id, uint64_t session) override { closes.emplace_back(id, session); }
+    bool sql_users_enabled() const override { return !verifiers.empty(); }
+    std::optional<base::scram::Verifier> sql_verifier(const std::string& user) const override {
+        auto it = verifiers.find(user);
+        return it == verifiers.end() ? std::nullopt : std::optional(it->second);
+    }
+    void sql_login_done(bool succeeded) override { logins.push_back(succeeded); }
 
+    std::map<std::string, base::scram::Verifier> verifiers;  // not empty: users are enabled
+    std::vector<bool> logins;
     std::vector<uint64_t> opens;
     std::vector<Statement> statements;
     std::map<std::string, sql::Description> descriptions;
@@ -128,6 +136,8 @@ Msg decode_one(char type, std::string_view bytes) {
             m.fields.push_back(std::to_string(code));
             if (code == 5) {
                 m.fields.push_back(b.raw(4));  // the salt
+            } else if (code == 10 || code == 11 || code == 12) {
+                m.fields.push_back(b.raw(b.bytes.size() - b.at));  // SASL mechanisms or data
             }
             break;
         }
@@ -401,6 +411,71 @@ TEST_CASE("an SSLRequest or a GSSENCRequest is refused with one byte, then start
     f.send(startup("alice", {{"application_name", "psql"}}));
     f.frontend.on_session_opened(kConn, kSession);
     CHECK(f.take() == kGreeting);
+}
+
+// A SASLInitialResponse's body: mechanism, length, data.
+std::string sasl_initial(std::string_view mechanism, std::string_view data) {
+    std::string body(mechanism);
+    body.push_back('\0');
+    const auto n = static_cast<uint32_t>(data.size());
+    for (int shift : {24, 16, 8, 0}) {
+        body.push_back(static_cast<char>((n >> shift) & 0xff));
+    }
+    body.append(data);
+    return body;
+}
+
+TEST_CASE("with cluster users, SCRAM-SHA-256 logs in as the startup packet's user",
+          "[pg][startup][auth]") {
+    for (const bool right : {true, false}) {
+        INFO((right ? "the right password" : "a wrong one"));
+        Fixture f;
+        f.backend.verifiers["alice"] =
+            base::scram::make_verifier("secret", "salt-of-alice", base::scram::kIterationsMin);
+        f.open();
+        f.send(startup("alice"));
+        std::vector<Msg> offer = f.messages();
+        REQUIRE(show(offer) == "R10");
+        CHECK(*offer[0].fields.at(1) == std::string("SCRAM-SHA-256\0\0", 15));
+        // libpq's way: no user name inside SCRAM (the startup packet's counts).
+        base::scram::ClientExchange client("", right ? "secret" : "guess", "fixednonce");
+        f.send(net::PgSaslMessage{sasl_initial("SCRAM-SHA-256", client.client_first())});
+        std::vector<Msg> challenge = f.messages();
+        REQUIRE(show(challenge) == "R11");
+        auto final_message = client.server_first(*challenge[0].fields.at(1));
+        REQUIRE(final_message.ok());
+        f.send(net::PgSaslMessage{*final_message});
+        if (!right) {
+            CHECK_THAT(f.take(), Catch::Contains("28P01") &&
+                                     Catch::Contains("password authentication failed"));
+            CHECK(f.backend.opens.empty());
+            CHECK(f.backend.logins == std::vector<bool>{false});
+            continue;
+        }
+        std::vector<Msg> done = f.messages();
+        REQUIRE(show(done) == "R12");
+        CHECK(client.server_final(*done[0].fields.at(1)).ok());  // the node knew the verifier
+        CHECK(f.backend.opens == std::vector<uint64_t>{kConn});
+        CHECK(f.backend.logins == std::vector<bool>{true});
+    }
+}
+
+TEST_CASE("with cluster users, a password message or another mechanism is refused",
+          "[pg][startup][auth]") {
+    Fixture f;
+    f.backend.verifiers["alice"] =
+        base::scram::make_verifier("secret", "salt-of-alice", base::scram::kIterationsMin);
+    f.open();
+    f.send(startup("alice"));
+    f.take();
+    f.send(net::PgPassword{"secret"});  // a cleartext answer to a SASL request
+    CHECK_THAT(f.take(), Catch::Contains("expected SASL response"));
+    CHECK(f.backend.opens.empty());
+    f.open(kOther);
+    f.send(startup("alice"), kOther);
+    f.take(kOther);
+    f.send(net::PgSaslMessage{sasl_initial("SCRAM-SHA-256-PLUS", "n,,n=,r=x")}, kOther);
+    CHECK_THAT(f.take(kOther), Catch::Contains("invalid SASL authentication mechanism"));
 }
 
 TEST_CASE("md5 authentication accepts the right answer to its salt", "[pg][startup][auth]") {
@@ -1312,7 +1387,9 @@ TEST_CASE("messages pipelined behind a statement run in order after its result",
 
 // A backend that answers from inside sql_statement (as the Replica may, with an error).
 struct EagerBackend final : SqlBackend {
-    void sql_open(uint64_t id) override { frontend->on_session_opened(id, kSession); }
+    void sql_open(uint64_t id, const std::string&) override {
+        frontend->on_session_opened(id, kSession);
+    }
     void sql_statement(
         uint64_t id, uint64_t, uint64_t seq, sql::StatementRequest&& request, bool) override {
         texts.push_back(request.text);

@@ -117,6 +117,27 @@ hello=$("${redis[@]}" HELLO 3 AUTH bob bob-new 2>&1)
 grep -q "proto" <<<"$hello" || fail "HELLO 3 AUTH bob: $hello"
 echo "ok: Redis AUTH user pass and HELLO AUTH as cluster users; NOPERM without the permission"
 
+# The PostgreSQL port: SCRAM-SHA-256 against the same users (psql and psycopg, unmodified).
+pg() {  # USER PASSWORD SQL
+    PGPASSWORD=$2 psql "host=127.0.0.1 port=$((port_base + 401)) user=$1 dbname=raftlock sslmode=disable" \
+        -tAc "$3" 2>&1
+}
+out=$(pg bob bob-new "SELECT 1") && fail "psql SELECT without the permission: $out"
+grep -qF 'user "bob" lacks read on sql ""' <<<"$out" || fail "psql without the permission: $out"
+out=$(pg bob wrong "SELECT 1") && fail "psql with a wrong password: $out"
+grep -qF 'password authentication failed for user "bob"' <<<"$out" || fail "psql wrong: $out"
+rl "${root[@]}" role grant jobs write sql >/dev/null || fail "role grant sql"
+[ "$(pg bob bob-new "SELECT 1")" = 1 ] || fail "psql SELECT with the permission"
+pg bob bob-new "CREATE TABLE t (k int PRIMARY KEY)" >/dev/null || fail "psql CREATE TABLE"
+/usr/bin/python3 - "$((port_base + 401))" <<'PY' || fail "psycopg as bob"
+import sys, psycopg
+with psycopg.connect(host="127.0.0.1", port=int(sys.argv[1]), user="bob", password="bob-new",
+                     dbname="raftlock", sslmode="disable", autocommit=True) as c:
+    c.execute("INSERT INTO t VALUES (1)")
+    assert c.execute("SELECT count(*) FROM t").fetchone()[0] == 1
+PY
+echo "ok: psql and psycopg log in with SCRAM-SHA-256; 42501 without the permission"
+
 # The counters show the failed logins and the refusals.
 metrics=$(curl -s "http://127.0.0.1:$((port_base + 201))/metrics")
 for counter in raftlock_auth_failures_total raftlock_auth_logins_total \
@@ -131,9 +152,9 @@ for n in 1 2 3; do
     total=$((total + ${v:-0}))
 done
 # Three native logins failed so far (root's and nobody's wrong passwords, bob's old one),
-# and one Redis AUTH.
-[ "$total" -eq 4 ] || fail "auth failures counted: $total, not 4"
-echo "ok: /metrics counted the 4 failed logins"
+# one Redis AUTH and one psql login.
+[ "$total" -eq 5 ] || fail "auth failures counted: $total, not 5"
+echo "ok: /metrics counted the 5 failed logins"
 # Users survive a restart (the log replays them; the node does not bootstrap root again).
 cluster kill 2 >/dev/null
 cluster start 2 >/dev/null || fail "cluster.sh start 2"
