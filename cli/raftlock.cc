@@ -84,7 +84,8 @@ constexpr const char* kExitCodesHelp =
     "Endpoints: --endpoints, else $RAFTLOCK_ENDPOINTS, else "
     "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103. TLS: --cacert (else $RAFTLOCK_CACERT), with "
     "--cert and --key for a client certificate ($RAFTLOCK_CERT, $RAFTLOCK_KEY). Login: --user "
-    "(else $RAFTLOCK_USER) with --password-file (else $RAFTLOCK_PASSWORD, else a prompt). "
+    "(else $RAFTLOCK_USER) with --password-file (else $RAFTLOCK_PASSWORD_FILE, else "
+    "$RAFTLOCK_PASSWORD, else a prompt). "
     "Durations: 500ms, 30s, 5m, 1h.";
 
 // A bad flag value found after CLI11 parsed the command line; main() turns it into exit code 2.
@@ -100,7 +101,7 @@ struct Globals {
     std::string output = "text";
     std::string timeout = "10s";
     std::string user;           // log in as (or $RAFTLOCK_USER)
-    std::string password_file;  // its password's file (or $RAFTLOCK_PASSWORD, or a prompt)
+    std::string password_file;  // its password's file (or $RAFTLOCK_PASSWORD_FILE, ...)
 };
 
 // What every command needs, built from Globals once the command line is parsed.
@@ -215,12 +216,12 @@ Context make_context(const Globals& globals) {
     ctx.json = globals.output == "json";
     ctx.tls = tls_context(globals);
     ctx.user = flag_or_env(globals.user, "RAFTLOCK_USER");
+    const std::string password_file = flag_or_env(globals.password_file, "RAFTLOCK_PASSWORD_FILE");
     if (!ctx.user.empty()) {
         const char* env = std::getenv("RAFTLOCK_PASSWORD");
-        ctx.password =
-            globals.password_file.empty() && env != nullptr && *env != '\0'
-                ? std::string(env)
-                : read_password(globals.password_file, fmt::format("password of {}", ctx.user));
+        ctx.password = password_file.empty() && env != nullptr && *env != '\0'
+                           ? std::string(env)
+                           : read_password(password_file, fmt::format("password of {}", ctx.user));
     } else if (!globals.password_file.empty()) {
         throw UsageError{"--password-file needs --user (or $RAFTLOCK_USER)"};
     }
@@ -1574,8 +1575,8 @@ int run_main(int argc, char** argv) {
     app.add_option("--user", globals.user,
                    "log in as this user (SCRAM-SHA-256; default: $RAFTLOCK_USER)");
     app.add_option("--password-file", globals.password_file,
-                   "the file holding --user's password (default: $RAFTLOCK_PASSWORD, else a "
-                   "prompt)");
+                   "the file holding --user's password (default: $RAFTLOCK_PASSWORD_FILE, else "
+                   "$RAFTLOCK_PASSWORD, else a prompt)");
     Command run;
     add_lock_commands(app, run);
     add_inspect_commands(app, run);

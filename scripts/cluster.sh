@@ -4,7 +4,8 @@
 #   scripts/cluster.sh up              install deps, build, start nodes 1-3, wait until they serve
 #   scripts/cluster.sh up --secure     the same with TLS on every port and mutual TLS between the
 #                                      nodes, from a throwaway CA made in DATA_DIR/pki (kept, and
-#                                      used again by later commands, until down --wipe)
+#                                      used again by later commands, until down --wipe), and
+#                                      authentication on: user root, its password in pki/root.pw
 #   scripts/cluster.sh down [--wipe]   SIGTERM, SIGKILL after 10 s; --wipe also removes ./data
 #   scripts/cluster.sh status          per node: alive?, role, term, leader, commit, applied
 #   scripts/cluster.sh logs [-f] [N]   last 50 lines of the node logs (-f follows)
@@ -129,7 +130,9 @@ make_pki() {
     for n in "${nodes[@]}"; do
         mint cluster-ca "peer$n" "node-$n.cluster-$cluster_id" "DNS:node-$n.cluster-$cluster_id"
     done
-    say "made a throwaway CA and certificates in $dir"
+    # Root's password: the first leader creates root from it and turns authentication on.
+    (umask 077 && openssl rand -base64 18 >"$dir/root.pw")
+    say "made a throwaway CA, certificates and root's password in $dir"
 }
 
 secure_setup() {
@@ -143,6 +146,9 @@ secure_setup() {
     RAFTLOCKD_ARGS="${RAFTLOCKD_ARGS:-} --tls-cert-file $pki/node.crt --tls-key-file $pki/node.key"
     RAFTLOCKD_ARGS+=" --peer-tls-cert-file $pki/peer{n}.crt --peer-tls-key-file $pki/peer{n}.key"
     RAFTLOCKD_ARGS+=" --peer-tls-ca-file $pki/cluster-ca.crt"
+    if [ -f "$pki/root.pw" ]; then
+        RAFTLOCKD_ARGS+=" --root-password-file $pki/root.pw"
+    fi
     admin_scheme=https
     RAFTLOCK_CACERT=${RAFTLOCK_CACERT:-$pki/ca.crt}
 }
@@ -351,13 +357,24 @@ cmd_up() {
     if [ "$secure" = 1 ]; then
         local ca
         ca=$(abs_path "$pki_dir")/ca.crt
+        local pw
+        pw=$(abs_path "$pki_dir")/root.pw
         echo "  export RAFTLOCK_CACERT=$ca"
-        echo "  $cli acquire demo --ttl 30s"
-        echo "  redis-cli -p $(redis_port 1) --tls --cacert $ca SET k v"
-        echo "  psql \"host=localhost port=$(pg_port 1) user=raftlock sslmode=verify-full sslrootcert=$ca\""
+        if [ -f "$pw" ]; then
+            echo "  export RAFTLOCK_USER=root RAFTLOCK_PASSWORD_FILE=$pw"
+            echo "  $cli acquire demo --ttl 30s"
+            echo "  redis-cli -p $(redis_port 1) --tls --cacert $ca --user root --pass \"\$(cat $pw)\" --no-auth-warning SET k v"
+            echo "  PGPASSWORD=\"\$(cat $pw)\" psql \"host=localhost port=$(pg_port 1) user=root sslmode=verify-full sslrootcert=$ca\""
+        else
+            echo "  $cli acquire demo --ttl 30s"
+            echo "  redis-cli -p $(redis_port 1) --tls --cacert $ca SET k v"
+            echo "  psql \"host=localhost port=$(pg_port 1) user=raftlock sslmode=verify-full sslrootcert=$ca\""
+        fi
         echo "  curl --cacert $ca https://127.0.0.1:$(admin_port 1)/status"
         echo "(every port speaks TLS only; the nodes prove their ids to each other with certificates"
-        echo "of $(abs_path "$pki_dir")/cluster-ca.crt: docs/security.md)"
+        echo "of $(abs_path "$pki_dir")/cluster-ca.crt; authentication is on, with user root, and"
+        echo "\`raftlock user add\` makes more: docs/security.md. The ZooKeeper port does not log users"
+        echo "in yet, so it refuses sessions on this cluster.)"
     else
         echo "  $cli acquire demo --ttl 30s"
     fi

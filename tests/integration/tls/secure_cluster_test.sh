@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `scripts/cluster.sh up --secure` (issue 18): one command gives a cluster whose every port speaks
 # TLS only and whose nodes prove their ids to each other, and the connection lines it prints work
-# as printed: the CLI, redis-cli --tls, psql with sslmode=verify-full, and the admin port over
-# HTTPS. Clients in the clear are refused; a node killed and started again stays secure.
+# as printed: the CLI, redis-cli --tls, psql with sslmode=verify-full (each logged in as root,
+# whose password up --secure made), and the admin port over HTTPS. Clients in the clear, and
+# clients without a login, are refused; a node killed and started again stays secure.
 #
 #   secure_cluster_test.sh BUILD_DIR PORT_BASE
 source "$(dirname "$0")/../cluster_lib.sh" "$1" "$2" secure
@@ -12,23 +13,36 @@ fail() {
     exit 1
 }
 out=$(cluster up --secure) || fail "cluster.sh up --secure: $out"
-echo "$out" | tail -n 9
+echo "$out" | tail -n 13
 ca=$work/data/pki/ca.crt
+pw=$work/data/pki/root.pw
 grep -qF "export RAFTLOCK_CACERT=$ca" <<<"$out" || fail "up --secure did not print the CA"
-eval "$(grep -E '^  export RAFTLOCK_(ENDPOINTS|CACERT)=' <<<"$out" | head -n 2)"
+grep -qF "export RAFTLOCK_USER=root RAFTLOCK_PASSWORD_FILE=$pw" <<<"$out" ||
+    fail "up --secure did not print root's login"
+[ "$(stat -c %a "$pw")" = 600 ] || fail "root.pw is readable by others"
+eval "$(grep -E '^  export RAFTLOCK_(ENDPOINTS|CACERT|USER)=' <<<"$out" | head -n 3)"
 [ "$RAFTLOCK_CACERT" = "$ca" ] || fail "RAFTLOCK_CACERT=$RAFTLOCK_CACERT"
-export RAFTLOCK_ENDPOINTS RAFTLOCK_CACERT
+export RAFTLOCK_ENDPOINTS RAFTLOCK_CACERT RAFTLOCK_USER RAFTLOCK_PASSWORD_FILE
 
-"$build_dir/cli/raftlock" --timeout 10s create /secure "over TLS" >/dev/null ||
-    fail "the CLI with the printed RAFTLOCK_CACERT"
+# The first leader creates root from root.pw; until that entry applies a login may not find it.
+for _ in $(seq 1 100); do
+    "$build_dir/cli/raftlock" --timeout 2s create /secure "over TLS" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+[ "$("$build_dir/cli/raftlock" --timeout 10s get /secure)" = "over TLS" ] ||
+    fail "the CLI with the printed RAFTLOCK_CACERT and root's login"
 redis_line=$(grep -E '^  redis-cli ' <<<"$out") || fail "no redis-cli line"
-# shellcheck disable=SC2086  # the printed command line, split into its words
-set -- $redis_line
-[ "$(redis-cli -p "$3" --tls --cacert "$ca" SET k v 2>&1)" = OK ] || fail "redis-cli --tls"
-pg_line=$(grep -oE 'host=localhost port=[0-9]+ user=raftlock sslmode=verify-full sslrootcert=[^"]+' \
-    <<<"$out") || fail "no psql line"
-[ "$(psql "$pg_line dbname=raftlock" -tAc "SELECT 1" 2>&1)" = 1 ] || fail "psql: $pg_line"
-echo "ok: the CLI, redis-cli --tls and psql verify-full as printed"
+[ "$(eval "$redis_line" 2>&1)" = OK ] || fail "redis-cli --tls as root: $redis_line"
+pg_line=$(grep -E '^  PGPASSWORD=' <<<"$out") || fail "no psql line"
+[ "$(eval "$pg_line -tAc 'SELECT 1'" 2>&1)" = 1 ] || fail "psql verify-full as root: $pg_line"
+echo "ok: the CLI, redis-cli --tls and psql verify-full as printed, logged in as root"
+
+out_anonymous=$(env -u RAFTLOCK_USER "$build_dir/cli/raftlock" --timeout 10s get /secure 2>&1) &&
+    fail "a client without a login was served"
+grep -q "authentication required" <<<"$out_anonymous" || fail "anonymous: $out_anonymous"
+[ "$(redis-cli -p "$((port_base + 301))" --tls --cacert "$ca" GET k 2>&1)" = \
+    "NOAUTH Authentication required." ] || fail "redis-cli without a login"
+echo "ok: clients without a login refused"
 
 if env -u RAFTLOCK_CACERT "$build_dir/cli/raftlock" --timeout 2s get /secure >/dev/null 2>&1; then
     fail "a client without TLS was served"
