@@ -9,6 +9,7 @@
 // Exit status: 0 the history was written, 1 the cluster could not be prepared or the file not
 // written, 2 usage.
 
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -55,6 +56,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     std::string cacert;
     app.add_option("--cacert", cacert, "the cluster speaks TLS: trust this CA file");
+    std::string password_file;
+    app.add_option("--user", options.user, "log in as this user (authentication on)");
+    app.add_option("--password-file", password_file, "the file holding --user's password");
     app.add_flag("--unfenced", options.unfenced,
                  "negative control: write without a fence and ignore safe-until");
     CLI11_PARSE(app, argc, argv);
@@ -73,6 +77,14 @@ int main(int argc, char** argv) {
             return 2;
         }
         options.tls = std::move(tls).value();
+    }
+    if (!password_file.empty()) {
+        std::ifstream in(password_file);
+        if (!in || !std::getline(in, options.password) || options.password.empty()) {
+            fmt::print(stderr, "raftlock-jepsen-client: --password-file {}: no password\n",
+                       password_file);
+            return 2;
+        }
     }
     std::string error;
     if (!prepare_workload(options, error)) {

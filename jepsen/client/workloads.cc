@@ -66,6 +66,8 @@ rc::ClientOptions client_options(const WorkloadOptions& options,
     o.prefer_leader =
         options.leader_routing == "on" || (options.leader_routing == "mixed" && seed % 2 == 0);
     o.tls = options.tls;
+    o.user = options.user;
+    o.password = options.password;
     return o;
 }
 

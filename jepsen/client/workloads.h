@@ -52,6 +52,9 @@ struct WorkloadOptions {
     std::string leader_routing = "mixed";
     // --cacert: the cluster speaks TLS; every client trusts this CA (one context for all).
     std::shared_ptr<const net::TlsContext> tls;
+    // Not empty: every client logs in as this user (a cluster with authentication on).
+    std::string user;
+    std::string password;
 };
 
 struct WorkloadTotals {
