@@ -75,6 +75,9 @@ refused "needs the root role" "${bob[@]}" user add eve --no-password
 refused "needs the root role" "${bob[@]}" role grant jobs write lock ""
 refused "needs the root role" "${bob[@]}" session list
 refused "needs the root role" "${bob[@]}" auth disable
+refused "needs the root role" "${bob[@]}" member remove 3
+[ "$(rl "${root[@]}" --output json member list | grep -o '"id":' | wc -l)" = 3 ] ||
+    fail "a refused member change changed the members"
 [ "$(rl "${root[@]}" user list)" = "$(printf 'bob\nroot')" ] || fail "a refused change changed users"
 
 # Sessions belong to their owner: bob cannot close, renew or release through root's session.
