@@ -361,6 +361,15 @@ void add_limit_fields(std::vector<Field>& out) {
          "connect)"},
         &ServerConfig::client_message_deadline_ms, 100, kNoMax));
     out.push_back(integer_field(
+        {"max-requests-per-second", "max_requests_per_second", "N", "Limits",
+         "requests a second one client connection may send (bursts of a second's worth); the "
+         "excess is refused"},
+        &ServerConfig::requests_per_second_per_connection_max, 1, kNoMax));
+    out.push_back(integer_field(
+        {"login-deadline-ms", "login_deadline_ms", "MS", "Limits",
+         "with authentication on, a client connection not logged in this long is closed"},
+        &ServerConfig::login_deadline_ms, 100, kNoMax));
+    out.push_back(integer_field(
         {"script-instructions-max", "script_instructions_max", "N", "Limits",
          "Lua instructions one Redis script may run before it fails (stamped into its entry)"},
         &ServerConfig::script_instructions_max, 1000, ServerConfig::kScriptInstructionsCeiling));

@@ -132,6 +132,13 @@ struct ServerConfig {
     // this time of its first byte, the first message within this time of the connect; bytes
     // trickling in do not restart it (a slowloris is closed). >= 100.
     uint32_t client_message_deadline_ms = 30000;  // --client-message-deadline-ms
+    // Requests a second one client connection (native, Redis, PostgreSQL) may send on average,
+    // with bursts of one second's worth; the excess is refused (TOO_MANY_REQUESTS, a Redis or SQL
+    // error) and counted. >= 1.
+    uint32_t requests_per_second_per_connection_max = 20000;  // --max-requests-per-second
+    // While authentication is enabled, a native connection that has not logged in this long
+    // after it opened is closed. >= 100.
+    uint32_t login_deadline_ms = 10000;  // --login-deadline-ms
     // The instruction budget of one Redis script (EVAL, EVALSHA), stamped into its log entry so
     // that every replica stops it at the same instruction. A script applies on every replica
     // inside the Raft loop: 100,000 is about 5 ms for the costliest loop measured (allocating

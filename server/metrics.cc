@@ -133,6 +133,14 @@ constexpr CounterInfo kCounters[] = {
      "Requests this node refused before the log because their user lacks a permission (or "
      "none is logged in) while authentication is enabled.",
      &Metrics::permission_denied_total},
+    {"rate_limited_total",
+     "Client requests refused for coming faster than --max-requests-per-second on their "
+     "connection.",
+     &Metrics::rate_limited_total},
+    {"login_deadline_closed_total",
+     "Client connections closed for not logging in within --login-deadline-ms while "
+     "authentication is enabled.",
+     &Metrics::login_deadline_closed_total},
 };
 
 }  // namespace

@@ -66,6 +66,8 @@ public:
     uint64_t auth_logins_total = 0;
     uint64_t auth_failures_total = 0;
     uint64_t permission_denied_total = 0;
+    uint64_t rate_limited_total = 0;
+    uint64_t login_deadline_closed_total = 0;
     uint64_t forwarded_internal_refused_total = 0;  // ForwardWrites of ExpireSession or Noop
     // Raft messages from peers dropped by the range checks, by reason (raft/peer_input.h); the
     // family raftlock_peer_messages_dropped_total{reason="term_jump"}, ... ([kNone] stays 0).

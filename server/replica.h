@@ -53,6 +53,7 @@
 #include "server/metrics.h"
 #include "server/pg_frontend.h"
 #include "server/redis_frontend.h"
+#include "server/request_rate.h"
 #include "server/session_tracker.h"
 #include "server/storage_executor.h"
 #include "statemachine/state_machine.h"
@@ -192,6 +193,8 @@ private:
         std::unique_ptr<base::scram::ServerExchange> login;
         std::string login_user;
         int login_failures = 0;
+        int64_t opened_ms = 0;  // for the login deadline
+        RequestRate rate;
     };
     struct PendingWrite {
         net::ConnectionId conn = 0;
@@ -343,6 +346,9 @@ private:
                          proto::Response& response) const;
     void fill_auth_status(net::ConnectionId conn, proto::AuthStatusResult& out) const;
     void maybe_bootstrap_root();
+    // Closes the native connections that have not logged in within config.login_deadline_ms.
+    void enforce_login_deadline();
+    std::map<net::ConnectionId, RequestRate> redis_rates_;
     void note_session(net::ConnectionId conn, uint64_t session);
 
     // replica_redis.cc: the Redis port's side of the request paths.
@@ -357,6 +363,7 @@ private:
         uint64_t session = 0;  // 0 until the OpenSession applies
         uint64_t last_seq = 0;
         std::string user;  // the cluster user it logged in as (empty: none)
+        RequestRate rate;
     };
     static bool is_pg(net::ConnectionId id) { return (id & net::kPgConnectionBit) != 0; }
     void sql_answer(const statemachine::Command& command,

@@ -258,6 +258,25 @@ void Replica::fill_auth_status(net::ConnectionId conn, proto::AuthStatusResult& 
     out.set_root(sm_.auth().is_root(user_of(conn)));
 }
 
+void Replica::enforce_login_deadline() {
+    if (!sm_.auth().enabled() || ticks_ % 10 != 0) {
+        return;
+    }
+    const int64_t now_ms = clock_.steady_ms();
+    std::vector<net::ConnectionId> late;
+    for (const auto& [id, c] : connections_) {
+        if (c.user.empty() && now_ms - c.opened_ms > config_.login_deadline_ms) {
+            late.push_back(id);
+        }
+    }
+    for (net::ConnectionId id : late) {
+        ++metrics_.login_deadline_closed_total;
+        spdlog::info("closing client connection from {}: not logged in within {} ms",
+                     connections_.at(id).remote, config_.login_deadline_ms);
+        clients_.close(id);
+    }
+}
+
 // The first leader of a cluster started with --root-password-file creates root and enables
 // authentication, once the log it leads holds no user: every node may have the file, the state
 // machine applies only the first such entry (AuthBootstrap is refused once a user exists).

@@ -33,7 +33,9 @@ size_t approximate_bytes(const sm::redis::Value& v) {
 }  // namespace
 
 void Replica::on_client_open(net::ConnectionId id, const std::string& remote) {
-    connections_[id].remote = remote;
+    Connection& c = connections_[id];
+    c.remote = remote;
+    c.opened_ms = clock_.steady_ms();
 }
 
 void Replica::on_client_close(net::ConnectionId id) {
@@ -77,6 +79,20 @@ void Replica::on_client_request(net::ConnectionId id, proto::Request&& request) 
     }
     ++metrics_.client_requests_total;
     const ClientRef client{id, request.request_id()};
+    if (!c->second.rate.admit(clock_.steady_ms(), config_.requests_per_second_per_connection_max)) {
+        proto::ServerMessage message;
+        proto::Response* r = message.mutable_response();
+        r->set_request_id(request.request_id());
+        r->set_code(proto::TOO_MANY_REQUESTS);
+        r->set_message(
+            fmt::format("more than {} requests a second on this connection "
+                        "(--max-requests-per-second)",
+                        config_.requests_per_second_per_connection_max));
+        ++metrics_.rate_limited_total;
+        ++metrics_.client_errors_total;
+        clients_.send(id, message);
+        return;
+    }
     if (c->second.pending >= config_.pending_requests_per_connection_max) {
         proto::ServerMessage message;
         proto::Response* r = message.mutable_response();

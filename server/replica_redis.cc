@@ -24,6 +24,15 @@ void Replica::redis_command(net::ConnectionId id,
         respond_error(client, proto::SHUTTING_DOWN);
         return;
     }
+    if (!redis_rates_[id].admit(clock_.steady_ms(),
+                                config_.requests_per_second_per_connection_max)) {
+        ++metrics_.rate_limited_total;
+        redis_reply(client, redis::Value::error(fmt::format(
+                                "ERR raftlock: more than {} requests a second on this connection "
+                                "(--max-requests-per-second)",
+                                config_.requests_per_second_per_connection_max)));
+        return;
+    }
     if (redis::route_of(argv) == redis::Route::kRead) {
         // A read is checked here (it does not go through the log); a write where it applies.
         if (!sm_.auth().permits(user, sm::Need{sm::Access::kRead, sm::Space::kRedis, ""})) {
@@ -84,6 +93,7 @@ bool Replica::redis_login(const std::string& user, const std::string& password) 
 }
 
 void Replica::redis_closed(net::ConnectionId id) {
+    redis_rates_.erase(id);
     drop_pending_writes(id);
 }
 

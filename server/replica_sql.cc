@@ -77,6 +77,17 @@ void Replica::sql_statement(
         sql_error(client, proto::SHUTTING_DOWN, "");
         return;
     }
+    if (!conn->second.rate.admit(clock_.steady_ms(),
+                                 config_.requests_per_second_per_connection_max)) {
+        ++metrics_.rate_limited_total;
+        pg_frontend_->on_result(
+            id, seq,
+            sql_failure(session, "53400",
+                        fmt::format("more than {} statements a second on this connection "
+                                    "(--max-requests-per-second)",
+                                    config_.requests_per_second_per_connection_max)));
+        return;
+    }
     static_assert(ServerConfig::kSqlRowsCeiling == sql::kRowsTouchedMax);
     // Stamped here, read or write, so that the statement stops at the same row wherever it runs.
     request.rows_max = config_.sql_rows_max;

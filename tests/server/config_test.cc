@@ -578,7 +578,8 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
          "max_writes_in_flight, max_frame_bytes, "
          "max_pending_requests, "
          "max_watches, max_connections, max_connections_per_address, "
-         "client_output_buffer_bytes_max, client_message_deadline_ms, script_instructions_max, "
+         "client_output_buffer_bytes_max, client_message_deadline_ms, max_requests_per_second, "
+         "login_deadline_ms, script_instructions_max, "
          "sql_rows_max, "
          "log_level"},
         {"client_listen = 7101\n",

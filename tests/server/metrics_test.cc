@@ -272,7 +272,7 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
     std::map<std::string, std::string> types = e.types;
     std::map<std::string, std::string> values = e.values;
     CHECK(std::is_sorted(names.begin(), names.end()));
-    CHECK(names.size() == 22 + 1 + 4 + 4);
+    CHECK(names.size() == 24 + 1 + 4 + 4);
     for (const char* counter : {"raftlock_proposals_total",
                                 "raftlock_proposals_dropped_total",
                                 "raftlock_forwarded_writes_total",
@@ -294,7 +294,9 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
                                 "raftlock_forwarded_internal_refused_total",
                                 "raftlock_auth_logins_total",
                                 "raftlock_auth_failures_total",
-                                "raftlock_permission_denied_total"}) {
+                                "raftlock_permission_denied_total",
+                                "raftlock_rate_limited_total",
+                                "raftlock_login_deadline_closed_total"}) {
         INFO(counter);
         CHECK(types[counter] == "counter");
     }

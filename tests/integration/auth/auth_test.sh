@@ -30,7 +30,8 @@ printf 'root-secret\n' >"$work/root.pw"
 chmod 600 "$work/root.pw"
 printf 'bob-secret\n' >"$work/bob.pw"
 printf 'wrong\n' >"$work/wrong.pw"
-export RAFTLOCKD_ARGS="--root-password-file $work/root.pw"
+# Low limits, so that the test can cross them: 50 requests a second per connection, 1 s to log in.
+export RAFTLOCKD_ARGS="--root-password-file $work/root.pw --max-requests-per-second 50 --login-deadline-ms 1000"
 cluster up >/dev/null || fail "cluster.sh up"
 export RAFTLOCK_ENDPOINTS="127.0.0.1:$((port_base + 101)),127.0.0.1:$((port_base + 102)),127.0.0.1:$((port_base + 103))"
 root=(--user root --password-file "$work/root.pw")
@@ -140,6 +141,27 @@ with psycopg.connect(host="127.0.0.1", port=int(sys.argv[1]), user="bob", passwo
     assert c.execute("SELECT count(*) FROM t").fetchone()[0] == 1
 PY
 echo "ok: psql and psycopg log in with SCRAM-SHA-256; 42501 without the permission"
+
+# Bounded abuse: a connection that does not log in is closed after --login-deadline-ms, and one
+# that sends faster than --max-requests-per-second gets its excess refused.
+/usr/bin/python3 - "$((port_base + 101))" <<'PY' || fail "a connection that never logs in stayed open"
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(5)
+start = time.monotonic()
+assert s.recv(1) == b"", "the node sent something instead of closing"
+assert 0.9 < time.monotonic() - start < 4, time.monotonic() - start
+PY
+pipelined=$(for _ in $(seq 1 200); do echo "GET k"; done |
+    "${redis[@]}" --user bob --pass bob-new --no-auth-warning)
+limited=$(grep -c "more than 50 requests a second on this connection" <<<"$pipelined" || true)
+[ "$limited" -ge 100 ] && [ "$limited" -lt 200 ] || fail "rate limit: $limited of 200 refused"
+echo "ok: a connection not logged in closed after 1 s; $limited of 200 pipelined GETs over the rate refused"
+metrics_all=$(for n in 1 2 3; do curl -s "http://127.0.0.1:$((port_base + 200 + n))/metrics"; done)
+for counter in raftlock_login_deadline_closed_total raftlock_rate_limited_total; do
+    sum=$(awk -v c="$counter" '$1 == c {s += $2} END {print s + 0}' <<<"$metrics_all")
+    [ "$sum" -ge 1 ] || fail "$counter not counted"
+done
 
 # The counters show the failed logins and the refusals.
 metrics=$(curl -s "http://127.0.0.1:$((port_base + 201))/metrics")
