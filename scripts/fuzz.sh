@@ -20,7 +20,7 @@ seconds=${RAFTLOCK_FUZZ_SECONDS:-15}
 # The decoder of bytes from any client on the network gets the longest run (issue 5: 60 s in CI).
 frame_seconds=${RAFTLOCK_FUZZ_FRAME_SECONDS:-$((seconds > 60 ? seconds : 60))}
 dir=build-fuzz
-targets=(frame_request_fuzz peer_frame_fuzz command_fuzz resp_fuzz keyspace_fuzz pg_codec_fuzz zk_codec_fuzz sql_parser_fuzz sql_engine_fuzz)
+targets=(frame_request_fuzz peer_frame_fuzz command_fuzz resp_fuzz keyspace_fuzz pg_codec_fuzz zk_codec_fuzz sql_parser_fuzz sql_engine_fuzz scram_fuzz)
 
 # The whole tree is instrumented for coverage and ASan/UBSan, so the fuzzer sees into the libraries;
 # the fuzz targets themselves add the libFuzzer main (tests/fuzz/CMakeLists.txt).

@@ -3,7 +3,7 @@
 //
 //   fuzz_seeds <dir>   writes <dir>/frame_request/*, <dir>/peer_frame/*, <dir>/command/*,
 //                      <dir>/resp/*, <dir>/keyspace/*, <dir>/sql_parser/*, <dir>/sql_engine/*,
-//                      <dir>/pg_codec/*, <dir>/zk_codec/*
+//                      <dir>/pg_codec/*, <dir>/zk_codec/*, <dir>/scram/*
 
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "base/scram.h"
 #include "net/message_frame.h"
 #include "net/pg_codec.h"
 #include "net/raft_codec.h"
@@ -427,6 +428,31 @@ std::vector<std::string> zk_codec_seeds() {
 
 }  // namespace
 
+// A real exchange's messages, as scram_fuzz reads them: a side byte, then two messages split by a
+// NUL (the PostgreSQL side wraps the first in a SASLInitialResponse).
+std::vector<std::string> scram_seeds() {
+    namespace scram = raftlock::base::scram;
+    scram::ClientExchange client("user", "pencil", "rOprNGfwEbeRWgbNEkqO");
+    const std::string client_first = client.client_first();
+    auto first = scram::parse_client_first(client_first);
+    scram::ServerExchange server(std::move(first).value(),
+                                 scram::make_verifier("pencil", "fuzz-salt-bytes", 4096),
+                                 "server-nonce");
+    const std::string server_first = server.server_first();
+    const std::string client_final = client.server_first(server_first).value();
+    const std::string server_final = server.client_final(client_final).value();
+    const std::string two = client_first + std::string(1, '\0') + client_final;
+    std::string initial = "SCRAM-SHA-256";
+    initial.push_back('\0');
+    const auto n = static_cast<uint32_t>(two.size());
+    for (int shift : {24, 16, 8, 0}) {
+        initial.push_back(static_cast<char>((n >> shift) & 0xff));
+    }
+    initial += two;
+    return {std::string(1, '\0') + two, std::string(1, '\1') + initial,
+            std::string(1, '\2') + server_first + std::string(1, '\0') + server_final};
+}
+
 int main(int argc, char** argv) {
     if (argc != 2) {
         fmt::print(stderr, "usage: fuzz_seeds <dir>\n");
@@ -442,5 +468,6 @@ int main(int argc, char** argv) {
     write_seeds(dir / "sql_engine", sql_engine_seeds());
     write_seeds(dir / "pg_codec", pg_codec_seeds());
     write_seeds(dir / "zk_codec", zk_codec_seeds());
+    write_seeds(dir / "scram", scram_seeds());
     return 0;
 }
