@@ -293,11 +293,13 @@ TEST_CASE("a Redis entry carries its script budget; an old entry keeps the old o
     // Format version 1 wrote a budget under tag 16, where 0 was never written: refused.
     std::string v1 = bytes.value();
     v1[0] = static_cast<char>(kCommandFormatVersionV1);
-    REQUIRE(v1[at - 1] == 0);  // version 3's "no caller", which version 1 did not have
-    v1.erase(at - 1, 1);
-    v1[at - 1] = 16;
+    // Version 4's "no caller" and empty user, which version 1 did not have.
+    REQUIRE(v1[at - 2] == 0);
+    REQUIRE(v1[at - 1] == 0);
+    v1.erase(at - 2, 2);
+    v1[at - 2] = 16;
     REQUIRE(decode_command(v1).ok());
-    v1.replace(at + 1, 3, std::string("\x00", 1));
+    v1.replace(at, 3, std::string("\x00", 1));
     CHECK(!decode_command(v1).ok());
     // Unstamped (0: the budget of entries from before budgets): budget field 0.
     c.op = RedisCommand{kOrigin, {"EVAL", "return 1", "0"}, 0};
