@@ -20,7 +20,7 @@ bool allowed_before_auth(std::string_view name) {
     return iequals(name, "auth") || iequals(name, "hello") || iequals(name, "quit");
 }
 
-constexpr int kLoginFailuresMax = 3;
+constexpr int kRedisLoginFailuresMax = 3;
 
 }  // namespace
 
@@ -222,7 +222,7 @@ std::optional<Value> RedisFrontend::log_in(Conn& c,
         return Value::ok();
     }
     // Each attempt costs the node a key derivation: a connection gets three.
-    if (++c.failed_logins >= kLoginFailuresMax) {
+    if (++c.failed_logins >= kRedisLoginFailuresMax) {
         c.quitting = true;
     }
     return Value::error("WRONGPASS invalid username-password pair or user is disabled.");

@@ -51,6 +51,14 @@ void Replica::redis_command(net::ConnectionId id,
         schedule_flush();
         return;
     }
+    // Checked again where it applies (the user may lose the permission meanwhile); here so that a
+    // write the state machine would refuse does not take a log entry.
+    if (!sm_.auth().permits(user, sm::Need{sm::Access::kWrite, sm::Space::kRedis, ""})) {
+        ++metrics_.permission_denied_total;
+        redis_reply(client, redis::Value::error(
+                                fmt::format("NOPERM user \"{}\" lacks write on redis \"\"", user)));
+        return;
+    }
     sm::Command command;
     command.seq = next_nonce_++;
     static_assert(ServerConfig::kScriptInstructionsCeiling == sm::kScriptInstructionsMax);
@@ -65,11 +73,6 @@ void Replica::redis_command(net::ConnectionId id,
         return;
     }
     command.user = user;
-    if (std::optional<sm::Response> refused = write_refusal(command)) {
-        ++metrics_.permission_denied_total;
-        redis_reply(client, redis::Value::error("NOPERM " + refused->message));
-        return;
-    }
     // Keyed like an OpenSession: (no session, this server's sequence number). Resubmitting it to
     // a new leader is safe: the keyspace applies each (origin, seq) at most once.
     const bool added = add_pending_write(id, ticket, std::move(command));
