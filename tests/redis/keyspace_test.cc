@@ -26,10 +26,10 @@ struct Machine {
     uint64_t script_budget = 0;  // what the proposing server stamps; 0 as in an old entry
 
     Value run(Argv argv, uint64_t origin = kOrigin, std::optional<uint64_t> at_seq = {}) {
-        Command c;
-        c.seq = at_seq ? *at_seq : ++seq;
-        c.time_ms = now;
-        c.op = RedisCommand{origin, std::move(argv), script_budget};
+        // In one expression: GCC 12 at -O1 doubts an argv assigned into a Command afterwards.
+        const Command c{.seq = at_seq ? *at_seq : ++seq,
+                        .time_ms = now,
+                        .op = RedisCommand{origin, std::move(argv), script_budget}};
         // Through the codec, as entries reach the state machine.
         Result<std::string, ErrorCode> bytes = encode_command(c);
         REQUIRE(bytes.ok());
