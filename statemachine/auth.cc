@@ -165,6 +165,24 @@ std::vector<std::string> AuthStore::role_names() const {
     return names;
 }
 
+AuthStore::User* AuthStore::find_user(const std::string& name, std::string& message) {
+    auto it = users_.find(name);
+    if (it == users_.end()) {
+        message = fmt::format("no user \"{}\"", name);
+        return nullptr;
+    }
+    return &it->second;
+}
+
+std::set<Permission>* AuthStore::find_role(const std::string& name, std::string& message) {
+    auto it = roles_.find(name);
+    if (it == roles_.end()) {
+        message = fmt::format("no role \"{}\"", name);
+        return nullptr;
+    }
+    return &it->second;
+}
+
 bool AuthStore::last_root(std::string_view user) const {
     if (!enabled_ || !is_root(user)) {
         return false;
@@ -210,44 +228,41 @@ ErrorCode AuthStore::set_password(const std::string& name,
                                   const Credentials& credentials,
                                   std::string& message) {
     RL_ASSERT(valid_credentials(credentials));
-    auto it = users_.find(name);
-    if (it == users_.end()) {
-        message = fmt::format("no user \"{}\"", name);
+    User* found = find_user(name, message);
+    if (found == nullptr) {
         return ErrorCode::kNoUser;
     }
-    it->second.credentials = credentials;
+    found->credentials = credentials;
     return ErrorCode::kOk;
 }
 
 ErrorCode AuthStore::grant_role(const std::string& user,
                                 const std::string& role,
                                 std::string& message) {
-    auto it = users_.find(user);
-    if (it == users_.end()) {
-        message = fmt::format("no user \"{}\"", user);
+    User* found = find_user(user, message);
+    if (found == nullptr) {
         return ErrorCode::kNoUser;
     }
     if (role != kRootRole && !roles_.contains(role)) {
         message = fmt::format("no role \"{}\"", role);
         return ErrorCode::kNoRole;
     }
-    if (!it->second.roles.contains(role) && it->second.roles.size() >= kRolesPerUserMax) {
+    if (!found->roles.contains(role) && found->roles.size() >= kRolesPerUserMax) {
         message = fmt::format("a user holds at most {} roles", kRolesPerUserMax);
         return ErrorCode::kLimitExceeded;
     }
-    it->second.roles.insert(role);  // granting a role held already changes nothing, and is fine
+    found->roles.insert(role);  // granting a role held already changes nothing, and is fine
     return ErrorCode::kOk;
 }
 
 ErrorCode AuthStore::revoke_role(const std::string& user,
                                  const std::string& role,
                                  std::string& message) {
-    auto it = users_.find(user);
-    if (it == users_.end()) {
-        message = fmt::format("no user \"{}\"", user);
+    User* found = find_user(user, message);
+    if (found == nullptr) {
         return ErrorCode::kNoUser;
     }
-    if (!it->second.roles.contains(role)) {
+    if (!found->roles.contains(role)) {
         message = fmt::format("user \"{}\" does not hold role \"{}\"", user, role);
         return ErrorCode::kNoRole;
     }
@@ -257,7 +272,7 @@ ErrorCode AuthStore::revoke_role(const std::string& user,
             user);
         return ErrorCode::kBadArguments;
     }
-    it->second.roles.erase(role);
+    found->roles.erase(role);
     return ErrorCode::kOk;
 }
 
@@ -298,28 +313,26 @@ ErrorCode AuthStore::grant_permission(const std::string& role,
         message = "the root role grants everything already and cannot be changed";
         return ErrorCode::kBadArguments;
     }
-    auto it = roles_.find(role);
-    if (it == roles_.end()) {
-        message = fmt::format("no role \"{}\"", role);
+    std::set<Permission>* found = find_role(role, message);
+    if (found == nullptr) {
         return ErrorCode::kNoRole;
     }
-    if (!it->second.contains(permission) && it->second.size() >= kPermissionsPerRoleMax) {
+    if (!found->contains(permission) && found->size() >= kPermissionsPerRoleMax) {
         message = fmt::format("a role grants at most {} permissions", kPermissionsPerRoleMax);
         return ErrorCode::kLimitExceeded;
     }
-    it->second.insert(permission);
+    found->insert(permission);
     return ErrorCode::kOk;
 }
 
 ErrorCode AuthStore::revoke_permission(const std::string& role,
                                        const Permission& permission,
                                        std::string& message) {
-    auto it = roles_.find(role);
-    if (it == roles_.end()) {
-        message = fmt::format("no role \"{}\"", role);
+    std::set<Permission>* found = find_role(role, message);
+    if (found == nullptr) {
         return ErrorCode::kNoRole;
     }
-    if (it->second.erase(permission) == 0) {
+    if (found->erase(permission) == 0) {
         message = fmt::format("role \"{}\" does not grant {}", role, to_string(permission));
         return ErrorCode::kBadArguments;
     }

@@ -163,6 +163,9 @@ private:
         std::set<std::string, std::less<>> roles;
         friend bool operator==(const User&, const User&) = default;
     };
+    // The user or role named, or null with `message` saying there is none.
+    User* find_user(const std::string& name, std::string& message);
+    std::set<Permission>* find_role(const std::string& name, std::string& message);
     // Whether removing `user`'s root role (or the user) would leave no user holding root while
     // authentication is enabled.
     bool last_root(std::string_view user) const;
