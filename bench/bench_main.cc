@@ -14,6 +14,8 @@
 //                  [--session-timeout-ms MS] [--failover-repeats N] [--restart-after S]
 //                  [--idle-sessions N[,N...]] [--idle-timeout-ms MS]
 //                  [--raftlock-leader-routing on|off] [--raftlock-cacert FILE]   raftlock only
+// A raftlock cluster with authentication on: $RAFTLOCK_USER and $RAFTLOCK_PASSWORD_FILE, as the
+// CLI takes them; every client logs in once per connection.
 //
 // lock.failover and session.keepalive need to reach the system's processes: --peers names
 // bench/peers.sh and --peer-system its SYSTEM argument (leader / kill-node / start-node / pids).

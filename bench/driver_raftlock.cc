@@ -5,6 +5,9 @@
 //   watch   a persistent watch on /bench/<key>
 //   idle    many sessions over few connections of our own (bench/idle_raftlock.cc)
 
+#include <cstdlib>
+#include <fstream>
+
 #include <fmt/format.h>
 
 #include "bench/driver.h"
@@ -121,7 +124,16 @@ public:
     RaftlockDriver(std::vector<rc::Endpoint> endpoints,
                    bool leader_routing,
                    std::shared_ptr<const net::TlsContext> tls)
-        : endpoints_(std::move(endpoints)), leader_routing_(leader_routing), tls_(std::move(tls)) {}
+        : endpoints_(std::move(endpoints)), leader_routing_(leader_routing), tls_(std::move(tls)) {
+        // As the CLI: a cluster with authentication on is measured logged in (the cost of it).
+        if (const char* user = std::getenv("RAFTLOCK_USER"); user != nullptr) {
+            user_ = user;
+        }
+        if (const char* file = std::getenv("RAFTLOCK_PASSWORD_FILE"); file != nullptr) {
+            std::ifstream in(file);
+            std::getline(in, password_);
+        }
+    }
 
     void set_session_timeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
 
@@ -144,6 +156,8 @@ public:
         options.seed = static_cast<uint64_t>(index) + 1;
         options.prefer_leader = leader_routing_;
         options.tls = tls_;
+        options.user = user_;
+        options.password = password_;
         auto session = std::make_unique<RaftlockSession>(std::move(options), timeout_);
         if (Status s = session->open(); !s.ok()) {
             return s.error();
@@ -155,6 +169,8 @@ private:
     std::vector<rc::Endpoint> endpoints_;
     bool leader_routing_ = true;
     std::shared_ptr<const net::TlsContext> tls_;  // shared by every client
+    std::string user_;  // $RAFTLOCK_USER; its password from $RAFTLOCK_PASSWORD_FILE
+    std::string password_;
     std::chrono::milliseconds timeout_ = kDefaultSessionTimeout;
 };
 
