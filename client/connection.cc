@@ -190,7 +190,14 @@ private:
             }
             return false;
         }
-        if (!r.authenticate().done()) {
+        // Each step once, in order: a node that skips or repeats one is not believed (and the
+        // exchange's steps must not be called out of order).
+        if (r.authenticate().done() != login_challenged_) {
+            fail(fmt::format("{} answered the login out of order", to_string(endpoint_)), true);
+            return false;
+        }
+        if (!login_challenged_) {
+            login_challenged_ = true;
             auto final_message = login_->server_first(r.authenticate().data());
             if (!final_message.ok()) {
                 fail(fmt::format("login to {}: {}", to_string(endpoint_),
@@ -368,6 +375,7 @@ private:
     net::FrameDecoder decoder_;
     std::unique_ptr<net::TlsSession> tls_;  // with options_.tls, once the TCP connect succeeded
     std::unique_ptr<base::scram::ClientExchange> login_;  // while logging in
+    bool login_challenged_ = false;                       // the node's server-first-message came
     std::array<char, 64 * 1024> read_buffer_{};
     std::deque<std::string> write_queue_;
     size_t queued_bytes_ = 0;
