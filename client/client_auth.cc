@@ -13,21 +13,9 @@ namespace raftlock::client {
 
 namespace {
 
-std::optional<Error> failed(const ClientResult<proto::Response>& answer, std::string_view what) {
-    if (!answer.ok()) {
-        return answer.error();
-    }
-    const ErrorCode code = error_code_from_wire(answer->code());
-    if (code == ErrorCode::kOk) {
-        return std::nullopt;
-    }
-    return Error{code,
-                 answer->message().empty() ? fmt::format("{} failed", what) : answer->message()};
-}
-
 ClientResult<Done> done_or_error(const ClientResult<proto::Response>& answer,
                                  std::string_view what) {
-    if (auto error = failed(answer, what)) {
+    if (auto error = answer_error(answer, what)) {
         return *error;
     }
     return Done{};
@@ -136,7 +124,7 @@ ClientResult<UserInfo> Client::get_user(const std::string& name) {
     proto::Request request;
     request.mutable_get_user()->set_name(name);
     auto answer = impl_->call(std::move(request), {});
-    if (auto error = failed(answer, "get user")) {
+    if (auto error = answer_error(answer, "get user")) {
         return *error;
     }
     const proto::UserResult& u = answer->user();
@@ -147,7 +135,7 @@ ClientResult<std::vector<std::string>> Client::list_users() {
     proto::Request request;
     request.mutable_list_users();
     auto answer = impl_->call(std::move(request), {});
-    if (auto error = failed(answer, "list users")) {
+    if (auto error = answer_error(answer, "list users")) {
         return *error;
     }
     return std::vector<std::string>(answer->names().names().begin(), answer->names().names().end());
@@ -157,7 +145,7 @@ ClientResult<RoleInfo> Client::get_role(const std::string& name) {
     proto::Request request;
     request.mutable_get_role()->set_name(name);
     auto answer = impl_->call(std::move(request), {});
-    if (auto error = failed(answer, "get role")) {
+    if (auto error = answer_error(answer, "get role")) {
         return *error;
     }
     RoleInfo info{answer->role().name(), {}};
@@ -172,7 +160,7 @@ ClientResult<std::vector<std::string>> Client::list_roles() {
     proto::Request request;
     request.mutable_list_roles();
     auto answer = impl_->call(std::move(request), {});
-    if (auto error = failed(answer, "list roles")) {
+    if (auto error = answer_error(answer, "list roles")) {
         return *error;
     }
     return std::vector<std::string>(answer->names().names().begin(), answer->names().names().end());
@@ -182,7 +170,7 @@ ClientResult<AuthStatus> Client::auth_status() {
     proto::Request request;
     request.mutable_auth_status();
     auto answer = impl_->call(std::move(request), {});
-    if (auto error = failed(answer, "auth status")) {
+    if (auto error = answer_error(answer, "auth status")) {
         return *error;
     }
     return AuthStatus{answer->auth_status().enabled(), answer->auth_status().user(),

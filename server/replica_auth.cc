@@ -103,20 +103,18 @@ std::optional<std::string> Replica::request_refusal(net::ConnectionId conn,
     }
     const std::string& user = user_of(conn);
     if (user.empty()) {
-        return std::string(
-            "authentication required: this cluster has authentication enabled; log in as a "
-            "user (raftlock --user NAME)");
+        return std::string(sm::kAuthenticationRequired);
     }
     if (!auth.user_exists(user)) {
-        return fmt::format("user \"{}\" does not exist (deleted?)", user);
+        return sm::unknown_user_message(user);
     }
     auto need = [&](sm::Access access, sm::Space space,
                     std::string_view name) -> std::optional<std::string> {
-        if (auth.permits(user, sm::Need{access, space, name})) {
+        const sm::Need needed{access, space, name};
+        if (auth.permits(user, needed)) {
             return std::nullopt;
         }
-        return fmt::format("user \"{}\" lacks {} on {} \"{}\"", user, sm::to_string(access),
-                           sm::to_string(space), name);
+        return sm::lacks_message(user, needed);
     };
     auto read_node = [&](const std::string& path) {
         return need(sm::Access::kRead, sm::Space::kNode, path);
@@ -125,7 +123,7 @@ std::optional<std::string> Replica::request_refusal(net::ConnectionId conn,
         if (auth.is_root(user)) {
             return std::nullopt;
         }
-        return fmt::format("user \"{}\" may not {}: it needs the root role", user, what);
+        return sm::root_only_message(user, what);
     };
     switch (body) {
         case B::kGet:
@@ -159,10 +157,7 @@ std::optional<std::string> Replica::request_refusal(net::ConnectionId conn,
         case B::kListEphemerals:
         case B::kKeepAlive:
             if (!sm_.may_use_session(user, request.session_id())) {
-                return fmt::format(
-                    "user \"{}\" may not use session {}: it belongs to another "
-                    "user (only its owner or a root user may)",
-                    user, request.session_id());
+                return sm::foreign_session_message(user, request.session_id());
             }
             return std::nullopt;
         case B::kListSessions:

@@ -33,14 +33,17 @@ void Replica::redis_command(net::ConnectionId id,
                                 config_.requests_per_second_per_connection_max)));
         return;
     }
-    if (redis::route_of(argv) == redis::Route::kRead) {
-        // A read is checked here (it does not go through the log); a write where it applies.
-        if (!sm_.auth().permits(user, sm::Need{sm::Access::kRead, sm::Space::kRedis, ""})) {
-            ++metrics_.permission_denied_total;
-            redis_reply(client, redis::Value::error(fmt::format(
-                                    "NOPERM user \"{}\" lacks read on redis \"\"", user)));
-            return;
-        }
+    const bool read = redis::route_of(argv) == redis::Route::kRead;
+    // A read is checked only here (it does not go through the log); a write again where it
+    // applies (the user may lose the permission meanwhile): here so that a write the state
+    // machine would refuse does not take a log entry.
+    const sm::Need needed{read ? sm::Access::kRead : sm::Access::kWrite, sm::Space::kRedis, ""};
+    if (!sm_.auth().permits(user, needed)) {
+        ++metrics_.permission_denied_total;
+        redis_reply(client, redis::Value::error("NOPERM " + sm::lacks_message(user, needed)));
+        return;
+    }
+    if (read) {
 #ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
         if (negative_controls::on(negative_controls::Control::kLocalReads)) {
             redis_reply(client, sm_.redis_query(argv));
@@ -49,14 +52,6 @@ void Replica::redis_command(net::ConnectionId id,
 #endif
         next_batch_.redis_reads.emplace_back(client, std::move(argv));
         schedule_flush();
-        return;
-    }
-    // Checked again where it applies (the user may lose the permission meanwhile); here so that a
-    // write the state machine would refuse does not take a log entry.
-    if (!sm_.auth().permits(user, sm::Need{sm::Access::kWrite, sm::Space::kRedis, ""})) {
-        ++metrics_.permission_denied_total;
-        redis_reply(client, redis::Value::error(
-                                fmt::format("NOPERM user \"{}\" lacks write on redis \"\"", user)));
         return;
     }
     static_assert(ServerConfig::kScriptInstructionsCeiling == sm::kScriptInstructionsMax);

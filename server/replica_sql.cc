@@ -97,12 +97,11 @@ void Replica::sql_statement(
     const std::string& user = conn->second.user;
     if (read_only && sm_.sql_tx_status(session) == sql::TxStatus::kIdle) {
         // A read is checked here (it does not go through the log); a write where it applies.
-        if (!sm_.auth().permits(user, sm::Need{sm::Access::kRead, sm::Space::kSql, ""})) {
+        if (const sm::Need needed{sm::Access::kRead, sm::Space::kSql, ""};
+            !sm_.auth().permits(user, needed)) {
             ++metrics_.permission_denied_total;
-            pg_frontend_->on_result(
-                id, seq,
-                sql_failure(session, "42501",
-                            fmt::format("user \"{}\" lacks read on sql \"\"", user)));
+            pg_frontend_->on_result(id, seq,
+                                    sql_failure(session, "42501", sm::lacks_message(user, needed)));
             return;
         }
 #ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS

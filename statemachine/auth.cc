@@ -54,6 +54,26 @@ base::scram::Verifier to_verifier(const Credentials& c) {
     return v;
 }
 
+std::string lacks_message(std::string_view user, const Need& need) {
+    return fmt::format("user \"{}\" lacks {} on {} \"{}\"", user, to_string(need.access),
+                       to_string(need.space), need.name);
+}
+
+std::string foreign_session_message(std::string_view user, uint64_t session) {
+    return fmt::format(
+        "user \"{}\" may not use session {}: it belongs to another user (only its owner or a root "
+        "user may)",
+        user, session);
+}
+
+std::string root_only_message(std::string_view user, std::string_view what) {
+    return fmt::format("user \"{}\" may not {}: it needs the root role", user, what);
+}
+
+std::string unknown_user_message(std::string_view user) {
+    return fmt::format("user \"{}\" does not exist (deleted?)", user);
+}
+
 bool valid_auth_name(std::string_view name) {
     return !name.empty() && name.size() <= kAuthNameBytesMax &&
            std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c < 0x7f; });

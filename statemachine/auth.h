@@ -107,6 +107,16 @@ struct Need {
     std::string_view name;
 };
 
+// The words of a refusal, the same wherever it is decided (where a write applies, or where a read,
+// a keepalive or an early refusal is served).
+inline constexpr std::string_view kAuthenticationRequired =
+    "authentication required: this cluster has authentication enabled; log in as a user "
+    "(raftlock --user NAME)";
+std::string lacks_message(std::string_view user, const Need& need);  // user "bob" lacks write on...
+std::string foreign_session_message(std::string_view user, uint64_t session);
+std::string root_only_message(std::string_view user, std::string_view what);
+std::string unknown_user_message(std::string_view user);
+
 class AuthStore final {
 public:
     bool enabled() const { return enabled_; }

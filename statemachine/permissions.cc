@@ -18,9 +18,7 @@ Response refuse(ErrorCode code, std::string message) {
 }
 
 Response lacks(const std::string& user, const Need& need) {
-    return refuse(ErrorCode::kPermissionDenied,
-                  fmt::format("user \"{}\" lacks {} on {} \"{}\"", user, to_string(need.access),
-                              to_string(need.space), need.name));
+    return refuse(ErrorCode::kPermissionDenied, lacks_message(user, need));
 }
 
 // The session an op acts on besides its envelope's: the target of an attach or a cancel.
@@ -74,22 +72,16 @@ std::optional<Response> StateMachine::identity_refusal(const Command& command) c
         return std::nullopt;
     }
     if (command.user.empty()) {
-        return refuse(ErrorCode::kPermissionDenied,
-                      "authentication required: this cluster has authentication enabled; log "
-                      "in as a user (raftlock --user NAME)");
+        return refuse(ErrorCode::kPermissionDenied, std::string(kAuthenticationRequired));
     }
     if (!auth_.user_exists(command.user)) {
-        return refuse(ErrorCode::kPermissionDenied,
-                      fmt::format("user \"{}\" does not exist (deleted?)", command.user));
+        return refuse(ErrorCode::kPermissionDenied, unknown_user_message(command.user));
     }
     for (SessionId session : {command.client_id, target_session(command.op)}) {
         if (session == kNoSession || may_use_session(command.user, session)) {
             continue;
         }
-        return refuse(ErrorCode::kPermissionDenied,
-                      fmt::format("user \"{}\" may not use session {}: it belongs to another "
-                                  "user (only its owner or a root user may)",
-                                  command.user, session));
+        return refuse(ErrorCode::kPermissionDenied, foreign_session_message(command.user, session));
     }
     return std::nullopt;
 }
@@ -110,8 +102,7 @@ std::optional<Response> StateMachine::op_refusal(const Command& command) const {
         if (auth_.is_root(user)) {
             return std::nullopt;
         }
-        return refuse(ErrorCode::kPermissionDenied,
-                      fmt::format("user \"{}\" may not {}: it needs the root role", user, what));
+        return refuse(ErrorCode::kPermissionDenied, root_only_message(user, what));
     };
     return std::visit(
         [&](const auto& op) -> std::optional<Response> {
