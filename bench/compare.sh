@@ -3,10 +3,13 @@
 #
 #   bench/compare.sh [SCENARIO...]
 #
-# SCENARIO: lock.uncontended lock.handoff kv.write kv.read watch.latency lock.failover
-# session.keepalive (default: all seven). lock.failover and session.keepalive run last for each
-# system, in that order (a section of their own: they kill and restart the system's leader, and
-# open thousands of sessions); they reach the system's processes through bench/peers.sh.
+# SCENARIO: lock.uncontended lock.handoff kv.write kv.read watch.latency redis.benchmark
+# lock.failover session.keepalive (default: all eight). lock.failover and session.keepalive run
+# last for each system, in that order (a section of their own: they kill and restart the system's
+# leader, and open thousands of sessions); they reach the system's processes through
+# bench/peers.sh. redis.benchmark is `redis-benchmark` itself against the systems that speak Redis
+# (raftlock's Redis port on the leader, and both Redis), through bench/redis_benchmark.py, which
+# also checks that every INCR and SET reached the store.
 # Each system is started by bench/peers.sh (three nodes on loopback with fsync on; Redis is one
 # durable process, and once more without persistence), given the same scenarios by the same
 # raftlock-bench, and stopped before the next one starts. The physical floor (4 KiB synced writes
@@ -35,6 +38,9 @@
 #   BENCH_SESSION_TIMEOUT_MS  the holder's session / lease / PX timeout, every system [3000]
 #   BENCH_IDLE_SESSIONS    idle session counts for session.keepalive [1000 10000]
 #   BENCH_IDLE_TIMEOUT_MS  their session / lease timeout [10000]
+#   BENCH_REDIS_CLIENTS    redis.benchmark's connections (-c) [50]
+#   BENCH_REDIS_REQUESTS   its requests per command (-n) [100000]
+#   BENCH_REDIS_TESTS      its commands (-t) [set,get,incr]
 #   BENCH_OPEN_LOOP        open-loop runs of lock.uncontended and kv.write at these percentages
 #                          of the system's own closed-loop ops/s, with its largest client count
 #                          [50 90]; empty for none. Latency counts from each operation's intended
@@ -57,8 +63,8 @@ data_dir=${BENCH_DATA_DIR:-/tmp/raftlock-bench}
 bench=$build_dir/bench/raftlock-bench
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] ||
-    scenarios=(lock.uncontended lock.handoff kv.write kv.read watch.latency lock.failover
-        session.keepalive)
+    scenarios=(lock.uncontended lock.handoff kv.write kv.read watch.latency redis.benchmark
+        lock.failover session.keepalive)
 
 say() { echo "compare.sh: $*" >&2; }
 die() {
@@ -69,7 +75,7 @@ die() {
 for s in "${scenarios[@]}"; do
     case "$s" in
         lock.uncontended | lock.handoff | kv.write | kv.read | watch.latency) ;;
-        lock.failover | session.keepalive) ;;
+        redis.benchmark | lock.failover | session.keepalive) ;;
         *) die "unknown scenario '$s'" ;;
     esac
 done
@@ -126,7 +132,13 @@ run_system() {
     fi
     endpoints=$(bench/peers.sh endpoints "$system")
     for s in "${scenarios[@]}"; do
-        case "$s" in lock.failover | session.keepalive) continue ;; esac
+        case "$s" in
+            lock.failover | session.keepalive) continue ;;
+            redis.benchmark)
+                run_redis_benchmark "$system"
+                continue
+                ;;
+        esac
         flag=--clients
         [ "$s" = watch.latency ] && flag=--watchers
         list=$(clients_for "$s" | tr ' ' ',')
@@ -169,6 +181,27 @@ PY
             --json "$out/results.jsonl" "$@" ||
             say "$system $scenario at $pct % load: some operations failed (see above)"
     done
+}
+
+# redis-benchmark against the systems that speak Redis: raftlock's Redis port on the leader (where
+# clients of a Redis-speaking library would best go; a follower forwards) and both Redis.
+run_redis_benchmark() {
+    local system=$1 endpoint leader
+    case "$system" in
+        raftlock)
+            leader=$(bench/peers.sh leader raftlock) || {
+                say "raftlock redis.benchmark: no leader"
+                return
+            }
+            endpoint=$(bench/peers.sh endpoints raftlock-redis | cut -d, -f"$leader")
+            ;;
+        redis | redis-nofsync) endpoint=$(bench/peers.sh endpoints "$system") ;;
+        *) return ;;
+    esac
+    python3 bench/redis_benchmark.py --system "$system" --endpoint "$endpoint" \
+        --clients "${BENCH_REDIS_CLIENTS:-50}" --requests "${BENCH_REDIS_REQUESTS:-100000}" \
+        --tests "${BENCH_REDIS_TESTS:-set,get,incr}" --json "$out/results.jsonl" ||
+        say "$system redis.benchmark: failed or a check failed (see above)"
 }
 
 # lock.failover and session.keepalive, when asked for: after the other scenarios, since the first

@@ -171,6 +171,8 @@ def table(runs):
             if r["system"] == "raftlock-zk" and zookeeper is not None and zookeeper["ops_per_s"] > 0:
                 notes.append(f"{r['ops_per_s'] / zookeeper['ops_per_s']:.2f}x ZooKeeper's ops/s "
                              "(same driver)")
+            if r.get("note"):
+                notes.append(r["note"][:60].replace("|", "/"))
             if r["errors"]:
                 notes.append("first error: " + r["first_error"][:60].replace("|", "/"))
             lines.append(f"| {scenario} | {clients} | {r['system']} | {r['ops_per_s']:.0f} | "

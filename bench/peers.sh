@@ -5,7 +5,8 @@
 #   bench/peers.sh start SYSTEM      install its packages if missing, start it, wait until healthy
 #   bench/peers.sh stop SYSTEM       kill it (SIGTERM, SIGKILL after 10 s) and remove its data
 #   bench/peers.sh endpoints SYSTEM  the client endpoints to give raftlock-bench --endpoints;
-#                                    `endpoints raftlock-zk`: raftlock's ZooKeeper ports
+#                                    `endpoints raftlock-zk` / `raftlock-redis`: raftlock's
+#                                    ZooKeeper / Redis ports
 #   bench/peers.sh status SYSTEM     which of its processes are alive
 #   bench/peers.sh install           install every peer package that is missing
 #   bench/peers.sh leader SYSTEM     the node number (1-3) of the current leader
@@ -182,7 +183,8 @@ wait_healthy() {
 # --- raftlock -------------------------------------------------------------------------------------
 
 raftlock_port_base=27400
-# The nodes' ports at base + OFFSET + n: 10 the native client port, 30 the ZooKeeper port.
+# The nodes' ports at base + OFFSET + n: 10 the native client port, 30 the ZooKeeper port, 50 the
+# Redis port.
 raftlock_ports() {
     local n list=()
     for n in "${nodes[@]}"; do
@@ -192,6 +194,7 @@ raftlock_ports() {
 }
 raftlock_endpoints() { raftlock_ports 10; }
 raftlock_zk_endpoints() { raftlock_ports 30; }
+raftlock_redis_endpoints() { raftlock_ports 50; }
 
 start_raftlock() {
     local n
@@ -212,7 +215,8 @@ start_raftlock_node() {
     start_process "raftlockd$n" "$dir/raftlockd$n.log" "$raftlockd" --id "$n" \
         --cluster-id 7 "${members[@]}" --client-listen "127.0.0.1:$((raftlock_port_base + 10 + n))" \
         --admin-listen "127.0.0.1:$((raftlock_port_base + 20 + n))" \
-        --zk-listen "127.0.0.1:$((raftlock_port_base + 30 + n))" --data-dir "$dir/node$n" \
+        --zk-listen "127.0.0.1:$((raftlock_port_base + 30 + n))" \
+        --redis-listen "127.0.0.1:$((raftlock_port_base + 50 + n))" --data-dir "$dir/node$n" \
         --max-connections 100000 --max-connections-per-address 100000
     # Every client of a benchmark comes from 127.0.0.1, and a ZooKeeper session is a connection of
     # its own: session.keepalive's 10,000 idle sessions through the ZooKeeper port need more than
@@ -565,9 +569,12 @@ main() {
             stop_system "$system"
             ;;
         endpoints)
-            # raftlock-zk is no system of its own: raftlock's ZooKeeper ports.
+            # raftlock-zk and raftlock-redis are no systems of their own: raftlock's ZooKeeper
+            # and Redis ports.
             if [ "$system" = raftlock-zk ]; then
                 raftlock_zk_endpoints
+            elif [ "$system" = raftlock-redis ]; then
+                raftlock_redis_endpoints
             else
                 cmd_endpoints "$system"
             fi

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""redis-benchmark against one Redis-speaking endpoint, as bench/compare.sh's redis.benchmark
+scenario: one record per command in raftlock-bench's JSON shape, appended to --json.
+
+    bench/redis_benchmark.py --system NAME --endpoint HOST:PORT [--clients 50]
+        [--requests 100000] [--tests set,get,incr] --json OUT/results.jsonl
+
+redis-benchmark counts a reply as done whatever it says, so its figures alone could hide a server
+that refused every command. The run therefore checks afterwards what the commands must have left:
+the counter INCR incremented holds exactly --requests (both keys are deleted first), and the key
+SET wrote holds a value of SET's payload size. A record whose check failed carries errors 1 and says why.
+"""
+import argparse
+import csv
+import io
+import json
+import subprocess
+import sys
+
+# redis-benchmark's keys without -r: the placeholder stays in the name.
+SET_KEY = "key:__rand_int__"
+COUNTER_KEY = "counter:__rand_int__"
+SET_SIZE = 3  # -d 3, the default payload (random letters)
+
+
+def redis_cli(host, port, *args):
+    done = subprocess.run(["redis-cli", "-h", host, "-p", str(port), "--no-raw", *args],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30)
+    return done.stdout.strip()
+
+
+def run_benchmark(host, port, clients, requests, tests):
+    cmd = ["redis-benchmark", "-h", host, "-p", str(port), "-c", str(clients), "-n",
+           str(requests), "-t", tests, "--csv"]
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"redis-benchmark exited {done.returncode}: {done.stderr.strip()[:200]}")
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    if not rows:
+        raise RuntimeError(f"redis-benchmark printed no results: {done.stdout.strip()[:200]}")
+    return rows
+
+
+def check(host, port, test, requests):
+    """Why the state the command left is wrong, or "" when it is right."""
+    if test == "INCR":
+        got = redis_cli(host, port, "GET", COUNTER_KEY)
+        want = f'"{requests}"'
+        return "" if got == want else f"{COUNTER_KEY} is {got}, not {want}: not one increment per INCR"
+    if test == "SET":
+        got = redis_cli(host, port, "STRLEN", SET_KEY)
+        want = f"(integer) {SET_SIZE}"
+        return "" if got == want else f"STRLEN {SET_KEY} is {got}, not {want}, after SET"
+    return ""
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--system", required=True)
+    p.add_argument("--endpoint", required=True, help="HOST:PORT")
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--requests", type=int, default=100000)
+    p.add_argument("--tests", default="set,get,incr")
+    p.add_argument("--json", required=True)
+    args = p.parse_args()
+    host, port = args.endpoint.rsplit(":", 1)
+    for key in (SET_KEY, COUNTER_KEY):
+        redis_cli(host, port, "DEL", key)
+    rows = run_benchmark(host, port, args.clients, args.requests, args.tests)
+    failed = False
+    with open(args.json, "a") as out:
+        for row in rows:
+            test = row["test"]
+            why = check(host, port, test, args.requests)
+            failed = failed or bool(why)
+            ms = {k: float(row[f"{k}_latency_ms"]) for k in ("p50", "p99", "max")}
+            record = {
+                "system": args.system, "scenario": f"redis-benchmark {test}",
+                "clients": args.clients, "ops": args.requests, "ops_per_s": float(row["rps"]),
+                "rate_per_s": 0, "errors": 1 if why else 0, "first_error": why,
+                # redis-benchmark prints no p99.9; its max stands in that column.
+                "latency_us": {"p50": ms["p50"] * 1000, "p99": ms["p99"] * 1000,
+                               "p999": ms["max"] * 1000},
+                "figures": {"requests": args.requests},
+                "note": "redis-benchmark; the p99.9 column is its max",
+            }
+            out.write(json.dumps(record) + "\n")
+            print(f"redis-benchmark {args.system} {test} -c {args.clients}: "
+                  f"{record['ops_per_s']:.0f}/s p50 {ms['p50']:.3f} ms p99 {ms['p99']:.3f} ms"
+                  + (f"  CHECK FAILED: {why}" if why else ""), file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
