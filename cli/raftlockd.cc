@@ -454,6 +454,7 @@ int run(const ServerConfig& config) {
     if (!config.redis_listen.host.empty()) {
         RedisFrontendOptions redis_options;
         redis_options.password = config.redis_password;
+        redis_options.certificate_user = config.tls_client_cert_user;
         redis_options.node_id = config.node_id;
         redis_frontend = std::make_unique<RedisFrontend>(redis_options, resp_sink, replica);
         auto resp_options =
@@ -478,6 +479,7 @@ int run(const ServerConfig& config) {
     if (!config.pg_listen.host.empty()) {
         PgFrontendOptions pg_options;
         pg_options.password = config.pg_password;
+        pg_options.certificate_user = config.tls_client_cert_user;
         pg_options.node_id = config.node_id;
         pg_options.secret_seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
         pg_frontend = std::make_unique<PgFrontend>(pg_options, pg_sink, replica);

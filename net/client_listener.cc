@@ -1,6 +1,7 @@
 #include "net/client_listener.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -64,6 +65,7 @@ public:
 
     void on_open(ConnectionId id, const std::string& remote) override {
         decoders_.emplace(id, FrameDecoder(frame_bytes_max_));
+        unheard_.insert(id);
         handler_.on_client_open(id, remote);
     }
 
@@ -72,6 +74,12 @@ public:
         auto it = decoders_.find(id);
         RL_ASSERT(it != decoders_.end());
         FrameDecoder& decoder = it->second;
+        if (unheard_.erase(id) > 0) {
+            // The first plaintext: on a TLS port the handshake is done, the certificate known.
+            if (std::optional<std::string> name = stream_.peer_common_name(id)) {
+                handler_.on_client_certificate(id, *name);
+            }
+        }
         decoder.feed(bytes);
         for (;;) {
             std::string_view payload;
@@ -102,6 +110,7 @@ public:
     void on_close(ConnectionId id) override {
         decoders_.erase(id);
         closing_.erase(id);
+        unheard_.erase(id);
         handler_.on_client_close(id);
     }
 
@@ -134,6 +143,7 @@ public:
     ClientHandler& handler_;
     std::map<ConnectionId, FrameDecoder> decoders_;
     std::set<ConnectionId> closing_;  // input after a close is not handed on
+    std::set<ConnectionId> unheard_;  // no bytes read yet
     StreamListener stream_;
 };
 

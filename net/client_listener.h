@@ -54,6 +54,9 @@ class ClientHandler {
 public:
     virtual ~ClientHandler() = default;
     virtual void on_client_open(ConnectionId id, const std::string& remote) = 0;
+    // On a TLS port, before the connection's first request: the common name of the client
+    // certificate the CA verified. Not called without one.
+    virtual void on_client_certificate(ConnectionId id, const std::string& common_name) = 0;
     virtual void on_client_request(ConnectionId id, proto::Request&& request) = 0;
     // The connection is gone (closed by either side); no more calls for it. Called from its own
     // turn of the event loop, never from inside send() or close().

@@ -1,6 +1,7 @@
 #include "net/pg_listener.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <variant>
 
@@ -120,6 +121,10 @@ public:
             }
             if (std::holds_alternative<PgStartup>(message)) {
                 in.decoder.start_regular();  // see the header: before the handler sees it
+                // After the SSLRequest's handshake: the certificate is known.
+                if (std::optional<std::string> name = stream_.peer_common_name(id)) {
+                    handler_.on_pg_certificate(id, *name);
+                }
             }
             const bool cancel = std::holds_alternative<PgCancelRequest>(message);
             in.done = cancel;

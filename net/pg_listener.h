@@ -59,6 +59,9 @@ class PgHandler {
 public:
     virtual ~PgHandler() = default;
     virtual void on_pg_open(ConnectionId id, const std::string& remote) = 0;
+    // On a TLS port, just before the StartupMessage: the common name of the client certificate
+    // the CA verified. Not called without one.
+    virtual void on_pg_certificate(ConnectionId id, const std::string& common_name) = 0;
     // One decoded message, in arrival order. May send, close or pause the connection.
     virtual void on_pg_message(ConnectionId id, PgFrontendMessage&& message) = 0;
     // The connection is gone; no more calls for it. Never called from inside send() or close().

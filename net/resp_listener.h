@@ -37,6 +37,9 @@ class RespHandler {
 public:
     virtual ~RespHandler() = default;
     virtual void on_resp_open(ConnectionId id, const std::string& remote) = 0;
+    // On a TLS port, before the connection's first command: the common name of the client
+    // certificate the CA verified. Not called without one.
+    virtual void on_resp_certificate(ConnectionId id, const std::string& common_name) = 0;
     // A complete, non-empty command (empty ones are skipped, as Redis does).
     virtual void on_resp_command(ConnectionId id, statemachine::redis::Argv&& argv) = 0;
     // The connection is gone; no more calls for it. Never called from inside send() or close().

@@ -86,6 +86,13 @@ public:
         const auto it = conns_.find(id);
         return !stopped_ && it != conns_.end() && !it->second->closing;
     }
+    std::optional<std::string> peer_common_name(ConnectionId id) const {
+        const auto it = conns_.find(id);
+        if (it == conns_.end() || it->second->tls == nullptr) {
+            return std::nullopt;
+        }
+        return it->second->tls->peer_common_name();
+    }
     void stop();
     void count_protocol_error() { ++stats_.protocol_errors; }
     StreamListenerStats stats() const {
@@ -609,6 +616,10 @@ void StreamListener::pause_reading(ConnectionId id, bool paused) {
 
 bool StreamListener::is_open(ConnectionId id) const {
     return impl_->core->is_open(id);
+}
+
+std::optional<std::string> StreamListener::peer_common_name(ConnectionId id) const {
+    return impl_->core->peer_common_name(id);
 }
 
 void StreamListener::start_tls(ConnectionId id) {

@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -125,6 +126,10 @@ public:
     // The handshake and then a whole message must arrive within message_deadline_ms. Ignored when
     // the connection is gone or closing.
     void start_tls(ConnectionId id);
+    // The common name of the certificate the connection's client presented and the CA verified,
+    // once its handshake is done (every on_bytes of a TLS connection comes after it); nullopt
+    // without TLS, without a client certificate, or for a connection that is gone.
+    std::optional<std::string> peer_common_name(ConnectionId id) const;
     // The TLS context new connections get (open ones keep theirs): a reloaded certificate. Only on
     // a port started with TLS.
     void set_tls(std::shared_ptr<const TlsContext> tls);

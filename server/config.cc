@@ -285,6 +285,9 @@ void add_tls_fields(std::vector<Field>& out) {
     out.push_back(two_word_field({"tls-client-auth", "tls_client_auth", "none|require", g,
                                   "require: a client must present a certificate of the CA"},
                                  &ServerConfig::tls_client_cert_required, "none", "require"));
+    out.push_back(two_word_field({"tls-client-cert-user", "tls_client_cert_user", "off|on", g,
+                                  "on: a client certificate's common name is the client's user"},
+                                 &ServerConfig::tls_client_cert_user, "off", "on"));
     out.push_back(text_field({"peer-tls-cert-file", "peer_tls_cert_file", "FILE", g,
                               "this member's PEM certificate for the Raft port (mutual TLS); it "
                               "names the member as node-ID.cluster-CLUSTER"},
@@ -630,6 +633,11 @@ std::string check_tls(const ServerConfig& c, const Namer& namer) {
         return fmt::format("{} and {} need {}", namer.setting(field_by_flag("tls-ca-file")),
                            namer.setting(field_by_flag("tls-client-auth")),
                            namer.setting(field_by_flag("tls-cert-file")));
+    }
+    if (c.tls_client_cert_user && !c.tls_client_cert_required) {
+        return fmt::format("{} on needs {} require",
+                           namer.setting(field_by_flag("tls-client-cert-user")),
+                           namer.setting(field_by_flag("tls-client-auth")));
     }
     if (c.tls_client_cert_required && c.tls_ca_file.empty()) {
         return fmt::format("{} require needs {}", namer.setting(field_by_flag("tls-client-auth")),

@@ -78,6 +78,10 @@ struct ServerConfig {
     std::string tls_key_file;   // --tls-key-file: its PEM private key
     std::string tls_ca_file;    // --tls-ca-file: the CA client certificates must chain to
     bool tls_client_cert_required = false;  // --tls-client-auth require (default none)
+    // --tls-client-cert-user on: a client certificate's common name is its connection's user, on
+    // every port that has users (native, Redis, PostgreSQL), without a password. Needs
+    // tls_client_cert_required.
+    bool tls_client_cert_user = false;
     // Mutual TLS on the Raft port (net/peer_transport.h): all three or none. The certificate must
     // name this member as peer_tls_name (node-ID.cluster-CLUSTER).
     // --- users (statemachine/auth.h, docs/security.md) ---

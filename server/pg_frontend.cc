@@ -112,6 +112,15 @@ void PgFrontend::on_pg_open(uint64_t id, const std::string& remote) {
     it->second.remote = remote;
 }
 
+void PgFrontend::on_pg_certificate(uint64_t id, const std::string& common_name) {
+    if (!options_.certificate_user) {
+        return;
+    }
+    Conn& c = conns_.at(id);
+    RL_ASSERT(c.phase == Phase::kStartup);
+    c.certificate_user = common_name;
+}
+
 void PgFrontend::on_pg_message(uint64_t id, net::PgFrontendMessage&& message) {
     auto it = conns_.find(id);
     if (it == conns_.end() || it->second.closing) {
@@ -400,6 +409,18 @@ void PgFrontend::startup(uint64_t id, Conn& c, const net::PgStartup& m) {
         }
     }
     c.startup_settings = c.settings;
+    if (c.certificate_user) {
+        const bool same = *c.certificate_user == c.user;
+        backend_.sql_login_done(same);
+        if (!same) {
+            fatal(c, "28000",
+                  fmt::format("certificate authentication failed for user \"{}\"", c.user));
+            return;
+        }
+        c.logged_in = true;
+        open_session(id, c);
+        return;
+    }
     if (backend_.sql_users_enabled()) {
         // The cluster's users (docs/security.md): SCRAM-SHA-256, as PostgreSQL's own.
         c.phase = Phase::kAuthenticating;

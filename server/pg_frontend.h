@@ -87,6 +87,9 @@ struct PgFrontendOptions {
     // without it they would be predictable from the node and connection ids, and a recorded md5
     // answer could be replayed.
     uint64_t secret_seed = 0;
+    // --tls-client-cert-user on: a client certificate's common name is the only user its
+    // connection may start as, without a password (PostgreSQL's `cert` method in pg_hba.conf).
+    bool certificate_user = false;
 };
 
 // Differences from PostgreSQL that a client can notice (docs/sql-mode.md lists them all):
@@ -120,6 +123,9 @@ public:
 
     // From the listener (net::PgHandler).
     void on_pg_open(uint64_t id, const std::string& remote) override;
+    // With options.certificate_user: the startup's user must be the one the certificate names,
+    // and then needs no password (PostgreSQL's `cert` method).
+    void on_pg_certificate(uint64_t id, const std::string& common_name) override;
     void on_pg_message(uint64_t id, net::PgFrontendMessage&& message) override;
     void on_pg_close(uint64_t id) override;
 
@@ -173,6 +179,8 @@ private:
     struct Conn {
         std::string remote;
         Phase phase = Phase::kStartup;
+        // The user the client certificate names, with options.certificate_user.
+        std::optional<std::string> certificate_user;
         Waiting waiting = Waiting::kNothing;
         uint64_t waiting_seq = 0;  // Waiting::kStatement: the statement's seq
         bool pumping = false;      // inside pump(): a synchronous answer must not recurse
@@ -185,7 +193,7 @@ private:
         bool block_failure_pending = false;
         bool ready_after_block_failure = false;
         std::string user;
-        bool logged_in = false;  // as `user`, a cluster user (SCRAM)
+        bool logged_in = false;  // as `user`, a cluster user (SCRAM or certificate)
         int scram_step = 0;      // 1, 2: the SASL message expected next; 0: no SCRAM login
         std::unique_ptr<base::scram::ServerExchange> scram;
         std::array<uint8_t, 4> salt{};

@@ -38,6 +38,17 @@ void RedisFrontend::on_resp_open(net::ConnectionId id, const std::string& remote
     c.authenticated = options_.password.empty();
 }
 
+void RedisFrontend::on_resp_certificate(net::ConnectionId id, const std::string& common_name) {
+    if (!options_.certificate_user) {
+        return;
+    }
+    Conn& c = conns_.at(id);
+    RL_ASSERT(c.user.empty());
+    // Whether that user exists and what it may do is checked at each command, as after AUTH.
+    c.user = common_name;
+    c.authenticated = true;
+}
+
 void RedisFrontend::on_resp_close(net::ConnectionId id) {
     if (conns_.erase(id) > 0) {
         backend_.redis_closed(id);

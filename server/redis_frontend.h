@@ -64,7 +64,10 @@ public:
 };
 
 struct RedisFrontendOptions {
-    std::string password;         // empty: no AUTH needed
+    std::string password;  // empty: no AUTH needed
+    // --tls-client-cert-user on: a client certificate's common name is its connection's user (as
+    // Redis's tls-auth-clients-user CN).
+    bool certificate_user = false;
     size_t pipeline_max = 10000;  // commands queued or in flight per connection before pausing
     uint64_t node_id = 0;
     std::string version = "7.0.0";  // what HELLO and INFO report (the Redis API level we follow)
@@ -76,6 +79,8 @@ public:
 
     // net::RespHandler
     void on_resp_open(net::ConnectionId id, const std::string& remote) override;
+    // With options.certificate_user: logged in as the user the certificate names.
+    void on_resp_certificate(net::ConnectionId id, const std::string& common_name) override;
     void on_resp_command(net::ConnectionId id, redis::Argv&& argv) override;
     void on_resp_close(net::ConnectionId id) override;
 

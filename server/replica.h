@@ -109,6 +109,9 @@ public:
 
     // net::ClientHandler
     void on_client_open(net::ConnectionId id, const std::string& remote) override;
+    // With --tls-client-cert-user on: the connection is logged in as the user the certificate
+    // names (replica_auth.cc).
+    void on_client_certificate(net::ConnectionId id, const std::string& common_name) override;
     void on_client_request(net::ConnectionId id, proto::Request&& request) override;
     void on_client_close(net::ConnectionId id) override;
 

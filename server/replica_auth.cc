@@ -84,6 +84,19 @@ void Replica::authenticate(const ClientRef& client, const proto::Request& reques
     respond(client, response);
 }
 
+void Replica::on_client_certificate(net::ConnectionId id, const std::string& common_name) {
+    if (!config_.tls_client_cert_user) {
+        return;
+    }
+    auto it = connections_.find(id);
+    RL_ASSERT(it != connections_.end());
+    RL_ASSERT(it->second.user.empty());
+    // The CA vouched for the name; whether that user exists and what it may do is checked at
+    // each request, as after a password login.
+    it->second.user = common_name;
+    ++metrics_.auth_logins_total;
+}
+
 const std::string& Replica::user_of(net::ConnectionId conn) const {
     static const std::string kNobody;
     auto it = connections_.find(conn);

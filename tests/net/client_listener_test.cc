@@ -28,6 +28,10 @@ public:
         CHECK(!remote.empty());
         CHECK(open.insert(id).second);
     }
+    // This port speaks no TLS: never called.
+    void on_client_certificate(ConnectionId id, const std::string& name) override {
+        FAIL("a certificate named " << name << " on connection " << id << " without TLS");
+    }
     void on_client_request(ConnectionId id, proto::Request&& request) override {
         CHECK(open.count(id) == 1);
         CHECK(closed.count(id) == 0);

@@ -424,6 +424,9 @@ TEST_CASE("every cross-field rule is checked and named", "[server][config]") {
         {with(with(with("--tls-cert-file", "node.crt"), "--tls-key-file", {"node.key"}),
               "--tls-client-auth", {"require"}),
          "--tls-client-auth require needs --tls-ca-file"},
+        {with(with(with("--tls-cert-file", "node.crt"), "--tls-key-file", {"node.key"}),
+              "--tls-client-cert-user", {"on"}),
+         "--tls-client-cert-user on needs --tls-client-auth require"},
         {with(with("--peer-tls-cert-file", "node.crt"), "--peer-tls-key-file", {"node.key"}),
          "--peer-tls-cert-file, --peer-tls-key-file and --peer-tls-ca-file come together"},
         {with("--election-timeout-ms", "1030"),
@@ -570,7 +573,8 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
          "initial_cluster_state, client_listen, "
          "admin_listen, redis_listen, redis_password, pg_listen, pg_password, zk_listen, zk_reads, "
          "zk_super_digest, data_dir, tls_cert_file, tls_key_file, tls_ca_file, tls_client_auth, "
-         "peer_tls_cert_file, peer_tls_key_file, peer_tls_ca_file, root_password_file, tick_ms, "
+         "tls_client_cert_user, peer_tls_cert_file, peer_tls_key_file, peer_tls_ca_file, "
+         "root_password_file, tick_ms, "
          "election_timeout_ms, "
          "heartbeat_interval_ms, "
          "session_timeout_min_ms, session_timeout_max_ms, request_timeout_ms, "

@@ -47,7 +47,10 @@ struct Backend final : SqlBackend {
         sql::StatementRequest request;
         bool read_only = false;
     };
-    void sql_open(uint64_t id, const std::string&) override { opens.push_back(id); }
+    void sql_open(uint64_t id, const std::string& user) override {
+        opens.push_back(id);
+        open_users.push_back(user);
+    }
     void sql_statement(uint64_t id,
                        uint64_t session,
                        uint64_t seq,
@@ -78,6 +81,7 @@ struct Backend final : SqlBackend {
     std::map<std::string, base::scram::Verifier> verifiers;  // not empty: users are enabled
     std::vector<bool> logins;
     std::vector<uint64_t> opens;
+    std::vector<std::string> open_users;  // the user each sql_open named ("": none)
     std::vector<Statement> statements;
     std::map<std::string, sql::Description> descriptions;
     std::map<std::string, sql::SqlError> describe_errors;
@@ -458,6 +462,39 @@ TEST_CASE("with cluster users, SCRAM-SHA-256 logs in as the startup packet's use
         CHECK(f.backend.opens == std::vector<uint64_t>{kConn});
         CHECK(f.backend.logins == std::vector<bool>{true});
     }
+}
+
+TEST_CASE("with certificate users, the certificate's name is the only user, with no password",
+          "[pg][startup][auth]") {
+    PgFrontendOptions options;
+    options.certificate_user = true;
+    Fixture f(options);
+    f.backend.verifiers["alice"] =
+        base::scram::make_verifier("secret", "salt-of-alice", base::scram::kIterationsMin);
+    f.open();
+    f.frontend.on_pg_certificate(kConn, "alice");
+    f.send(startup("alice"));
+    CHECK(f.take().empty());  // no password asked: the session opens
+    CHECK(f.backend.opens == std::vector<uint64_t>{kConn});
+    CHECK(f.backend.open_users == std::vector<std::string>{"alice"});
+    CHECK(f.backend.logins == std::vector<bool>{true});
+    // Another user with alice's certificate: refused, as PostgreSQL's `cert` method does.
+    f.open(kOther);
+    f.frontend.on_pg_certificate(kOther, "alice");
+    f.send(startup("root"), kOther);
+    CHECK_THAT(f.take(kOther), Catch::Contains("28000") &&
+                                   Catch::Contains("certificate authentication failed for user "
+                                                   "\"root\""));
+    CHECK(f.backend.opens.size() == 1);
+    CHECK(f.backend.logins == std::vector<bool>{true, false});
+    // Without the option the certificate is ignored: SCRAM as before.
+    Fixture plain;
+    plain.backend.verifiers["alice"] = f.backend.verifiers["alice"];
+    plain.open();
+    plain.frontend.on_pg_certificate(kConn, "alice");
+    plain.send(startup("alice"));
+    CHECK(plain.take() == "R10");
+    CHECK(plain.backend.opens.empty());
 }
 
 TEST_CASE("with cluster users, a password message or another mechanism is refused",

@@ -149,6 +149,26 @@ TEST_CASE("with cluster users, AUTH user pass logs in; the third failure closes"
     CHECK(f.backend.logins == 4);
 }
 
+TEST_CASE("with certificate users, the certificate's name is the user, with no AUTH", "[redis]") {
+    for (const bool on : {true, false}) {
+        INFO((on ? "--tls-client-cert-user on" : "off"));
+        RedisFrontendOptions options;
+        options.certificate_user = on;
+        Fixture f(options);
+        f.backend.users = true;
+        f.frontend.on_resp_certificate(kConn, "alice");
+        f.command({"GET", "k"});
+        if (!on) {
+            CHECK(f.take() == "-NOAUTH Authentication required.\r\n");
+            CHECK(f.backend.calls.empty());
+            continue;
+        }
+        REQUIRE(f.backend.calls.size() == 1);
+        CHECK(f.backend.calls[0].user == "alice");  // the backend checks what alice may do
+        CHECK(f.backend.logins == 0);
+    }
+}
+
 TEST_CASE("AUTH gates every command but AUTH, HELLO and QUIT", "[redis]") {
     RedisFrontendOptions options;
     options.password = "secret";

@@ -30,6 +30,7 @@ struct Output final : ZkOutput {
 
 struct Backend final : net::ClientHandler {
     void on_client_open(net::ConnectionId, const std::string&) override { ++opens; }
+    void on_client_certificate(net::ConnectionId, const std::string&) override {}
     void on_client_request(net::ConnectionId, proto::Request&& request) override {
         requests.push_back(std::move(request));
     }
