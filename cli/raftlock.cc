@@ -17,13 +17,12 @@
 // a seq at or below an acknowledged one). The rule here:
 //   - the process that opens a session numbers its writes from 1, as the library does: an acquire
 //     is seq 1, and a cancel and release after a timeout are 2 and 3;
-//   - every later process starts at seq = wall-clock microseconds since the epoch (about 1.7e15,
-//     far above what any one process reaches) with ack_seq = seq - 1, which also lets the server
-//     drop every older saved reply. Processes a microsecond or more apart never share a seq, and a
-//     later one uses a larger seq.
-// The failure mode is safe: after a backwards clock step the seq may be at or below one already
-// acknowledged, and the server answers RESULT_DISCARDED and applies nothing (the CLI reports it;
-// run the command again). Retries inside one process reuse their seq (exactly-once), as always.
+//   - every later process first attaches to the session (Client::attach_session, an
+//     AttachSession entry): the cluster picks a first seq above every seq the session used, and
+//     refuses from then on every earlier write of the session not applied yet. (Until 2026-11-29
+//     such a process started at wall-clock microseconds; the state machine now refuses a seq that
+//     far beyond the session's last, docs/statemachine.md.)
+// Retries inside one process reuse their seq (exactly-once), as always.
 // The simpler "acquire is 1, release is 2" breaks on a second release: after one with a wrong
 // token, the server would replay that NOT_LOCK_HOLDER reply to the corrected command.
 
@@ -350,15 +349,6 @@ T interruptible(const std::function<T()>& work,
     return future.get();
 }
 
-// --- sessions across processes ------------------------------------------------------------------
-
-// The first seq of a process that uses a session another process opened (see the top of the file).
-uint64_t cross_process_seq() {
-    const auto now = std::chrono::system_clock::now().time_since_epoch();
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now).count();
-    return us > 1 ? static_cast<uint64_t>(us) : 1;
-}
-
 // --- locks --------------------------------------------------------------------------------------
 
 struct LockArgs {
@@ -436,7 +426,7 @@ int cmd_acquire(const Context& ctx, const LockArgs& args) {
 
 int cmd_renew(const Context& ctx, uint64_t session) {
     Client client(ctx.client_options());
-    if (auto attached = client.attach_session(session, cross_process_seq()); !attached.ok()) {
+    if (auto attached = client.attach_session(session); !attached.ok()) {
         return report(ctx, attached.error());
     }
     if (auto renewed = client.keep_alive(); !renewed.ok()) {
@@ -481,7 +471,7 @@ int cmd_release(const Context& ctx, const ReleaseArgs& args) {
         }
         lease = std::move(found).value();
     }
-    if (auto attached = client.attach_session(args.session, cross_process_seq()); !attached.ok()) {
+    if (auto attached = client.attach_session(args.session); !attached.ok()) {
         return report(ctx, attached.error());
     }
     auto left = client.release(lease);
@@ -980,7 +970,7 @@ int cmd_session_close(const Context& ctx, uint64_t session) {
                                              "or never existed (see `raftlock session list`)",
                                              session)});
     }
-    if (auto attached = client.attach_session(session, cross_process_seq()); !attached.ok()) {
+    if (auto attached = client.attach_session(session); !attached.ok()) {
         return report(ctx, attached.error());
     }
     if (auto closed = client.close_session(); !closed.ok()) {

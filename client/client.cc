@@ -194,9 +194,25 @@ ClientResult<SessionId> Client::open_session(std::chrono::milliseconds timeout) 
     return answer->open_session().session_id();
 }
 
-ClientResult<Done> Client::attach_session(SessionId id, uint64_t first_seq) {
+ClientResult<Done> Client::attach_session(SessionId id) {
     if (auto error = impl_->check_thread()) {
         return *error;
+    }
+    if (id == 0) {
+        return Error{ErrorCode::kInvalidArgument, "session id must be > 0"};
+    }
+    // The cluster picks the first seq: above every seq the session used, so that none of another
+    // process's writes (applied or still on their way) can share one with ours.
+    proto::Request request;
+    request.set_session_id(id);
+    request.mutable_attach_session();
+    auto answer = impl_->call(std::move(request), {RequestClass::kOpenSession});
+    if (auto error = answer_error(answer, "attach session")) {
+        return *error;
+    }
+    const uint64_t first_seq = answer->attach_session().first_seq();
+    if (first_seq == 0) {
+        return Error{ErrorCode::kProtocolError, "the node's attach answer has no first seq"};
     }
     std::optional<Error> error;
     impl_->run_on_network([&] { error = impl_->keeper().attach(id, first_seq); });

@@ -74,8 +74,9 @@ public:
     // Opens the client's session; kInvalidArgument if one is open or the margin is >= timeout.
     ClientResult<SessionId> open_session(std::chrono::milliseconds timeout);
     // Uses a session another process opened, for single operations (no keepalives, no
-    // safe-until). `first_seq` must exceed every seq used on the session before.
-    ClientResult<Done> attach_session(SessionId id, uint64_t first_seq);
+    // safe-until): the cluster numbers this client's writes above every seq the session used
+    // (AttachSession); writes of the session not applied yet are refused from then on.
+    ClientResult<Done> attach_session(SessionId id);
     // One keepalive now (the open session sends them by itself too).
     ClientResult<Done> keep_alive();
     // Ends the session: its locks are released, its ephemeral nodes deleted. An already expired

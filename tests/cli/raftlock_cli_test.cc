@@ -154,9 +154,11 @@ TEST_CASE("a busy lock exits 1 and closes the session it opened", "[cli][acquire
     CHECK(count_body(server.received(), proto::Request::kCloseSession) == 1);
 }
 
-TEST_CASE("release finds the token and writes with a fresh cross-process seq", "[cli][release]") {
+TEST_CASE("release finds the token and writes from the seq its attach was given",
+          "[cli][release]") {
     FakeServer server;
-    server.set_handler([](FakeServer& s, uint64_t conn, const proto::Request& request) {
+    std::atomic<uint64_t> next_first_seq{5000};
+    server.set_handler([&](FakeServer& s, uint64_t conn, const proto::Request& request) {
         proto::Response response = FakeServer::ok_response(request);
         if (request.has_describe_lock()) {
             auto* holder = response.mutable_lock_info()->add_holders();
@@ -165,20 +167,28 @@ TEST_CASE("release finds the token and writes with a fresh cross-process seq", "
             holder->set_token(77);
             holder->set_count(1);
         }
+        if (request.has_attach_session()) {
+            // As the cluster does: above every seq the session used, a new range each time.
+            response.mutable_attach_session()->set_first_seq(next_first_seq.fetch_add(4000));
+        }
         s.reply(conn, response);
     });
     auto first = run_cli({server.endpoint()}, {"release", "jobs", "--session", "1000"});
     auto second = run_cli({server.endpoint()}, {"release", "jobs", "--session", "1000"});
     CHECK(first.exit_code == 0);
     CHECK(second.exit_code == 0);
+    const auto attaches = requests_of(server, proto::Request::kAttachSession);
+    REQUIRE(attaches.size() == 2);
+    CHECK(attaches[0].session_id() == 1000);
+    CHECK(attaches[0].seq() == 0);
     const auto releases = requests_of(server, proto::Request::kRelease);
     REQUIRE(releases.size() == 2);
     CHECK(releases[0].release().token() == 77);
     CHECK(releases[0].release().owner_tag() == "w");
     CHECK(releases[0].session_id() == 1000);
-    CHECK(releases[0].seq() > 1'000'000'000'000'000);
+    CHECK(releases[0].seq() == 5000);
     CHECK(releases[0].ack_seq() == releases[0].seq() - 1);
-    CHECK(releases[1].seq() > releases[0].seq());
+    CHECK(releases[1].seq() == 9000);
     auto not_holder = run_cli({server.endpoint()}, {"release", "jobs", "--session", "5"});
     CHECK(not_holder.exit_code == 1);
 }

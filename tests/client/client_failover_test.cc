@@ -104,10 +104,14 @@ TEST_CASE("ack_seq tells the server which replies arrived", "[client][seq]") {
     CHECK(requests_of(server, proto::Request::kGet)[0].seq() == 0);
 }
 
-TEST_CASE("an attached session writes above the seq it was given", "[client][seq]") {
+TEST_CASE("an attached session writes from the first seq the cluster gave", "[client][seq]") {
     FakeServer server;
     Client client(test_options({server.endpoint()}));
-    REQUIRE(client.attach_session(5, 1000).ok());
+    REQUIRE(client.attach_session(5).ok());
+    const auto attach = requests_of(server, proto::Request::kAttachSession);
+    REQUIRE(attach.size() == 1);
+    CHECK(attach[0].session_id() == 5);
+    CHECK(attach[0].seq() == 0);  // the attach takes none of the session's seqs
     REQUIRE(client.remove("/x").ok());
     const auto sent = requests_of(server, proto::Request::kDelete);
     REQUIRE(sent.size() == 1);

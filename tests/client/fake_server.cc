@@ -193,6 +193,10 @@ proto::Response FakeServer::ok_response(const proto::Request& request) {
             response.mutable_open_session()->set_session_id(1000);
             response.mutable_open_session()->set_timeout_ms(request.open_session().timeout_ms());
             break;
+        case proto::Request::kAttachSession:
+            response.mutable_attach_session()->set_first_seq(1000);
+            response.mutable_attach_session()->set_timeout_ms(10000);
+            break;
         case proto::Request::kAcquire:
             response.mutable_lock()->set_outcome(proto::LOCK_GRANTED);
             response.mutable_lock()->set_token(77);
