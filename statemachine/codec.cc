@@ -689,22 +689,22 @@ Op read_op(Reader& r, uint8_t tag, uint8_t version) {
             }
             break;
         case OpTag::kUserChange:
-            if (version >= kCommandFormatVersion) {
+            if (version >= kCommandFormatVersionV4) {
                 return read_user_change(r);
             }
             break;
         case OpTag::kRoleChange:
-            if (version >= kCommandFormatVersion) {
+            if (version >= kCommandFormatVersionV4) {
                 return read_role_change(r);
             }
             break;
         case OpTag::kAuthEnable:
-            if (version >= kCommandFormatVersion) {
+            if (version >= kCommandFormatVersionV4) {
                 return AuthEnable{r.boolean()};
             }
             break;
         case OpTag::kAuthBootstrap:
-            if (version >= kCommandFormatVersion) {
+            if (version >= kCommandFormatVersionV4) {
                 return AuthBootstrap{read_credentials(r)};
             }
             break;
@@ -781,7 +781,7 @@ Result<Command, ErrorCode> decode_command(std::string_view bytes) {
         }
         c.caller = std::move(caller);
     }
-    if (version >= kCommandFormatVersion) {
+    if (version >= kCommandFormatVersionV4) {
         c.user = r.bytes(kAuthNameBytesMax);
     }
     uint8_t tag = r.u8();

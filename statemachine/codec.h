@@ -2,9 +2,9 @@
 
 // The binary form of commands on the Raft log, and of replies inside snapshots.
 //
-// Command format, version 4 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
+// Command format, version 5 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
 // length then the bytes):
-//   u8 version=4 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
+//   u8 version=5 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
 //   | u8 has_caller [count, (scheme, id)*] | user | u8 op tag (OpTag) | op fields in declaration
 //   order (command.h)
 // A Multi is a count then, per sub-op, a u8 tag (MultiOpTag) and its fields. An ACL is a count
@@ -15,11 +15,14 @@
 // prefix).
 //
 // Older versions still decode, so that logs written by earlier servers replay; encoding always
-// writes version 4. Version 3 (until 2026-11-29) had no user and no user, role or auth ops.
-// Version 2 (until 2026-11-29) had no caller, no ACL in a Create (the node is
-// open) and no SetAcl. Version 1 (until 2026-11) tagged an op with its index in the Op variant (a
-// sub-op with its index in MultiOp), with 16 and 17 for a RedisCommand and a SqlStatement carrying
-// a budget.
+// writes version 5. Version 4 (until 2026-11-29) has version 5's layout; what differs is how a
+// session's request applies (StateMachine::apply_session_request): from version 5 a seq more
+// than kSeqAheadMax beyond the session's highest is refused and not remembered, where version 4
+// remembered it (and let its ack_seq discard every reply below). Version 3 (until 2026-11-29) had
+// no user and no user, role or auth ops. Version 2 (until 2026-11-29) had no caller, no ACL in a
+// Create (the node is open) and no SetAcl. Version 1 (until 2026-11) tagged an op with its index in
+// the Op variant (a sub-op with its index in MultiOp), with 16 and 17 for a RedisCommand and a
+// SqlStatement carrying a budget.
 //
 // Bytes come from the log and, before that, from the network: decode_command never reads out of
 // bounds, never allocates more than the input justifies, rejects trailing bytes, unknown tags and
@@ -37,7 +40,9 @@
 
 namespace raftlock::statemachine {
 
-inline constexpr uint8_t kCommandFormatVersion = 4;
+inline constexpr uint8_t kCommandFormatVersionV5 = 5;  // a seq far ahead is refused (above)
+inline constexpr uint8_t kCommandFormatVersion = kCommandFormatVersionV5;
+inline constexpr uint8_t kCommandFormatVersionV4 = 4;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV3 = 3;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV2 = 2;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV1 = 1;  // decoded, never written

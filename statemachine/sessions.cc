@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "base/assert.h"
 #include "statemachine/state_machine.h"
 
@@ -51,6 +53,22 @@ Response StateMachine::attach_session(const AttachSession& op) {
     RL_ASSERT(session.saved.empty());
     RL_ASSERT(session.discarded_through_seq == op.first_seq - 1);
     return response;
+}
+
+std::optional<std::string> StateMachine::seq_refusal(const Session& session,
+                                                     const Command& command) {
+    // validate_command: a session's request is numbered, and acknowledges only earlier ones. So
+    // bounding the seq bounds how far its ack_seq can move the discarded prefix too.
+    RL_ASSERT(command.seq > 0);
+    RL_ASSERT(command.ack_seq < command.seq);
+    const uint64_t highest = highest_seq_used(session);
+    if (command.seq > highest && command.seq - highest > kSeqAheadMax) {
+        return fmt::format(
+            "seq {} is more than {} beyond the highest this session used ({}): "
+            "refused, not remembered",
+            command.seq, kSeqAheadMax, highest);
+    }
+    return std::nullopt;
 }
 
 uint64_t StateMachine::highest_seq_used(const Session& session) {

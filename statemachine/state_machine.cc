@@ -33,10 +33,12 @@ ApplyResult StateMachine::apply(Index index, std::string_view command_bytes) {
         out.response.code = decoded.error();
         return out;
     }
-    return apply_command(index, decoded.value());
+    // The first byte is the format version: decode_command accepted it.
+    return apply_command(index, decoded.value(), static_cast<uint8_t>(command_bytes[0]));
 }
 
-ApplyResult StateMachine::apply_command(Index index, const Command& command) {
+ApplyResult StateMachine::apply_command(Index index, const Command& command, uint8_t format) {
+    RL_ASSERT(format >= kCommandFormatVersionV1 && format <= kCommandFormatVersion);
     RL_ASSERT(index > last_applied_);
     last_applied_ = index;
     ApplyResult out;
@@ -61,7 +63,7 @@ ApplyResult StateMachine::apply_command(Index index, const Command& command) {
         }
         out.response = refused ? std::move(*refused) : dispatch(kNoSession, command, index, out);
     } else {
-        apply_session_request(command, index, out);
+        apply_session_request(command, format, index, out);
     }
     return out;
 }
@@ -100,13 +102,24 @@ void StateMachine::fire_timer(const Timer& timer, Index zxid, ApplyResult& out) 
     RL_PANIC("unknown timer kind");
 }
 
-void StateMachine::apply_session_request(const Command& command, Index zxid, ApplyResult& out) {
+void StateMachine::apply_session_request(const Command& command,
+                                         uint8_t format,
+                                         Index zxid,
+                                         ApplyResult& out) {
     auto it = sessions_.find(command.client_id);
     if (it == sessions_.end()) {
         out.response.code = ErrorCode::kSessionExpired;
         return;
     }
     Session& session = it->second;
+    if (format >= kCommandFormatVersionV5) {
+        if (std::optional<std::string> why = seq_refusal(session, command)) {
+            // Not saved, and nothing discarded: the session's numbering stays where it was.
+            out.response.code = ErrorCode::kBadArguments;
+            out.response.message = std::move(*why);
+            return;
+        }
+    }
     discard_acknowledged(session, command.ack_seq);
     // Exactly-once (Raft thesis §6.3): a retry gets the reply of the first application.
     if (auto saved = session.saved.find(command.seq); saved != session.saved.end()) {

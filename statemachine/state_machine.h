@@ -27,6 +27,7 @@
 #include "base/byte_io.h"
 #include "base/result.h"
 #include "statemachine/auth.h"
+#include "statemachine/codec.h"
 #include "statemachine/command.h"
 #include "statemachine/output.h"
 #include "statemachine/redis/keyspace.h"
@@ -96,8 +97,12 @@ public:
     // (the leader's term-start no-op) only advances last_applied, and undecodable bytes give
     // kMalformedCommand and change nothing else.
     ApplyResult apply(Index index, std::string_view command_bytes);
-    // Same, for an already decoded command (tests, benchmarks, the simulator).
-    ApplyResult apply_command(Index index, const Command& command);
+    // Same, for an already decoded command (tests, benchmarks, the simulator), applied as an
+    // entry of command format `format` (codec.h: the version decides how a session's request
+    // applies; apply() passes the entry's own).
+    ApplyResult apply_command(Index index,
+                              const Command& command,
+                              uint8_t format = kCommandFormatVersion);
 
     // A self-contained, versioned, checksummed serialisation of the whole replicated state
     // (format in snapshot.cc and docs/statemachine.md). Watches are per connection, not included.
@@ -253,7 +258,10 @@ private:
     // state_machine.cc
     void advance_time(TimeMs time_ms, Index zxid, ApplyResult& out);
     void fire_timer(const Timer& timer, Index zxid, ApplyResult& out);
-    void apply_session_request(const Command& command, Index zxid, ApplyResult& out);
+    void apply_session_request(const Command& command,
+                               uint8_t format,
+                               Index zxid,
+                               ApplyResult& out);
     Response dispatch(SessionId session, const Command& command, Index zxid, ApplyResult& out);
     ErrorCode check_fence(const Fence& fence) const;
 
@@ -261,6 +269,9 @@ private:
     Response open_session(const OpenSession& op, const std::string& owner, Index zxid);
     Response attach_session(const AttachSession& op);
     static uint64_t highest_seq_used(const Session& session);
+    // Why a session's request may not apply from command format 5 on: its seq is more than
+    // kSeqAheadMax beyond the session's highest; nullopt if fine.
+    static std::optional<std::string> seq_refusal(const Session& session, const Command& command);
     void end_session(SessionId id, SessionEnd reason, Index zxid, ApplyResult& out);
     static void discard_acknowledged(Session& session, uint64_t ack_seq);
     static void save_result(Session& session, uint64_t seq, const Response& response);

@@ -120,6 +120,11 @@ inline constexpr size_t kSavedResultsPerSessionMax = 64;
 // connection keeps fewer writes than this in flight (a ZooKeeper connection at most its
 // pipeline), so none of an earlier connection's unapplied writes can share a seq with the new one.
 inline constexpr uint64_t kAttachSeqGap = uint64_t{1} << 24;
+// How far beyond the highest seq a session used a request's seq may be (command format 5 on): as
+// no connection keeps kAttachSeqGap writes in flight, a seq beyond that is a client's bug or an
+// attack, and is refused rather than remembered (a remembered one would move the session's
+// numbering there and refuse every honest seq below it).
+inline constexpr uint64_t kSeqAheadMax = kAttachSeqGap;
 // Redis mode: a command's arguments (a 4 MiB value plus the rest of the command).
 inline constexpr size_t kRedisArgsMax = 1 << 20;
 inline constexpr size_t kRedisCommandBytesMax = (4u << 20) + (64u << 10);

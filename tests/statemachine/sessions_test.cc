@@ -155,6 +155,60 @@ TEST_CASE("an attach moves a session's numbering above every seq it used",
               .response.code == ErrorCode::kOk);
 }
 
+// The entry as a server of command format `format` wrote it (4 and 5 share a layout).
+ApplyResult apply_as_format(Harness& h, const Command& command, uint8_t format) {
+    std::string bytes = encode_command(command).value();
+    bytes[0] = static_cast<char>(format);
+    ApplyResult out = h.sm.apply(++h.index, bytes);
+    REQUIRE(h.sm.check_invariants() == "");
+    return out;
+}
+
+TEST_CASE("a seq far beyond the session's highest is refused and not remembered",
+          "[statemachine][sessions][exactly-once]") {
+    Harness h;
+    SessionId s = h.open();
+    REQUIRE(h.apply(session_write(s, 1, KeepAlive{})).response.code == ErrorCode::kOk);
+    // One past the bound: refused with the reason, not remembered.
+    Command far = session_write(s, 1 + kSeqAheadMax + 1, KeepAlive{});
+    far.ack_seq = far.seq - 1;  // would discard every honest reply below it
+    ApplyResult refused = h.apply(far);
+    CHECK(refused.response.code == ErrorCode::kBadArguments);
+    CHECK_THAT(refused.response.message, Catch::Contains("beyond the highest this session used"));
+    CHECK(h.sm.highest_seq_used(s) == 1u);
+    CHECK(h.apply(session_write(s, 1, KeepAlive{})).replayed);  // seq 1's reply is still saved
+    CHECK(h.apply(session_write(s, 2, KeepAlive{})).response.code == ErrorCode::kOk);
+    CHECK(h.apply(session_write(s, 2, KeepAlive{})).replayed);
+    // Exactly at the bound is allowed: pipelines and gaps of refused requests stay far below it.
+    CHECK(h.apply(session_write(s, 2 + kSeqAheadMax, KeepAlive{})).response.code == ErrorCode::kOk);
+}
+
+TEST_CASE("an entry of format 4 applies a far seq as format 4 did: remembered",
+          "[statemachine][sessions][exactly-once][golden]") {
+    // What version 4's servers did, kept for logs they wrote: the far seq is saved and its
+    // ack_seq discards everything below, so the honest seq 2 is refused. From version 5 on the
+    // same entry is refused instead (above): the version, not the server, decides.
+    for (const uint8_t format : {kCommandFormatVersionV4, kCommandFormatVersion}) {
+        INFO("format " << int{format});
+        Harness h;
+        SessionId s = h.open();
+        REQUIRE(apply_as_format(h, session_write(s, 1, KeepAlive{}), format).response.code ==
+                ErrorCode::kOk);
+        Command far = session_write(s, 1'000'000'000, KeepAlive{});
+        far.ack_seq = far.seq - 1;
+        const ErrorCode far_code = apply_as_format(h, far, format).response.code;
+        const ErrorCode honest =
+            apply_as_format(h, session_write(s, 2, KeepAlive{}), format).response.code;
+        if (format == kCommandFormatVersionV4) {
+            CHECK(far_code == ErrorCode::kOk);
+            CHECK(honest == ErrorCode::kResultDiscarded);
+        } else {
+            CHECK(far_code == ErrorCode::kBadArguments);
+            CHECK(honest == ErrorCode::kOk);
+        }
+    }
+}
+
 TEST_CASE("closing a session deletes its ephemeral nodes and releases its locks",
           "[statemachine][sessions]") {
     Harness h;
