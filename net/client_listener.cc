@@ -1,7 +1,6 @@
 #include "net/client_listener.h"
 
 #include <map>
-#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -65,8 +64,11 @@ public:
 
     void on_open(ConnectionId id, const std::string& remote) override {
         decoders_.emplace(id, FrameDecoder(frame_bytes_max_));
-        unheard_.insert(id);
         handler_.on_client_open(id, remote);
+    }
+
+    void on_peer_certificate(ConnectionId id, const std::string& common_name) override {
+        handler_.on_client_certificate(id, common_name);
     }
 
     // Hands every whole request to the handler. Bounded by the bytes of one read.
@@ -74,12 +76,6 @@ public:
         auto it = decoders_.find(id);
         RL_ASSERT(it != decoders_.end());
         FrameDecoder& decoder = it->second;
-        if (unheard_.erase(id) > 0) {
-            // The first plaintext: on a TLS port the handshake is done, the certificate known.
-            if (std::optional<std::string> name = stream_.peer_common_name(id)) {
-                handler_.on_client_certificate(id, *name);
-            }
-        }
         decoder.feed(bytes);
         for (;;) {
             std::string_view payload;
@@ -110,7 +106,6 @@ public:
     void on_close(ConnectionId id) override {
         decoders_.erase(id);
         closing_.erase(id);
-        unheard_.erase(id);
         handler_.on_client_close(id);
     }
 
@@ -143,7 +138,6 @@ public:
     ClientHandler& handler_;
     std::map<ConnectionId, FrameDecoder> decoders_;
     std::set<ConnectionId> closing_;  // input after a close is not handed on
-    std::set<ConnectionId> unheard_;  // no bytes read yet
     StreamListener stream_;
 };
 

@@ -1,7 +1,6 @@
 #include "net/pg_listener.h"
 
 #include <map>
-#include <optional>
 #include <set>
 #include <variant>
 
@@ -64,6 +63,11 @@ public:
         handler_.on_pg_open(id, remote);
     }
 
+    // After the SSLRequest's handshake, before the StartupMessage.
+    void on_peer_certificate(ConnectionId id, const std::string& common_name) override {
+        handler_.on_pg_certificate(id, common_name);
+    }
+
     void on_bytes(ConnectionId id, std::string_view bytes) override {
         auto it = inputs_.find(id);
         RL_ASSERT(it != inputs_.end());
@@ -121,10 +125,6 @@ public:
             }
             if (std::holds_alternative<PgStartup>(message)) {
                 in.decoder.start_regular();  // see the header: before the handler sees it
-                // After the SSLRequest's handshake: the certificate is known.
-                if (std::optional<std::string> name = stream_.peer_common_name(id)) {
-                    handler_.on_pg_certificate(id, *name);
-                }
             }
             const bool cancel = std::holds_alternative<PgCancelRequest>(message);
             in.done = cancel;

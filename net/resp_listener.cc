@@ -1,7 +1,6 @@
 #include "net/resp_listener.h"
 
 #include <map>
-#include <optional>
 #include <set>
 
 #include "base/assert.h"
@@ -36,20 +35,14 @@ public:
         handler_.on_resp_open(id, remote);
     }
 
+    void on_peer_certificate(ConnectionId id, const std::string& common_name) override {
+        handler_.on_resp_certificate(id, common_name);
+    }
+
     // Parses every complete command out of what arrived; the rest waits for more bytes.
     void on_bytes(ConnectionId id, std::string_view bytes) override {
         auto it = inputs_.find(id);
         RL_ASSERT(it != inputs_.end());
-        if (!it->second.heard) {
-            it->second.heard = true;
-            // The first plaintext: on a TLS port the handshake is done, the certificate known.
-            if (std::optional<std::string> name = stream_.peer_common_name(id)) {
-                handler_.on_resp_certificate(id, *name);
-                if (closing_.contains(id) || !inputs_.contains(id)) {
-                    return;
-                }
-            }
-        }
         it->second.buffer.append(bytes);
         size_t offset = 0;
         for (;;) {
@@ -105,7 +98,6 @@ public:
 
     struct Input {
         std::string buffer;  // bytes not yet parsed into a command
-        bool heard = false;  // any bytes read yet
     };
 
     RespLimits limits_;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <optional>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -50,6 +51,7 @@ struct Conn {
     bool paused = false;              // pause_reading: no read is armed until resumed
     bool reading = false;             // a wait for readable is pending
     std::unique_ptr<TlsSession> tls;  // on a TLS port: what `out` holds is already ciphertext
+    bool handshake_told = false;      // the protocol heard of the completed handshake
 };
 
 // Owned through a shared_ptr held by every pending handler (see peer_transport.cc).
@@ -85,13 +87,6 @@ public:
     bool is_open(ConnectionId id) const {
         const auto it = conns_.find(id);
         return !stopped_ && it != conns_.end() && !it->second->closing;
-    }
-    std::optional<std::string> peer_common_name(ConnectionId id) const {
-        const auto it = conns_.find(id);
-        if (it == conns_.end() || it->second->tls == nullptr) {
-            return std::nullopt;
-        }
-        return it->second->tls->peer_common_name();
     }
     void stop();
     void count_protocol_error() { ++stats_.protocol_errors; }
@@ -336,6 +331,14 @@ bool ListenerCore::decrypt(const ConnPtr& c, std::string_view ciphertext, std::s
     if (!fed.ok()) {
         tls_failed(c, fed.error());
         return false;
+    }
+    if (!c->handshake_told && c->tls->handshake_done()) {
+        c->handshake_told = true;
+        // Before the first plaintext reaches the protocol.
+        if (std::optional<std::string> name = c->tls->peer_common_name()) {
+            protocol_.on_peer_certificate(c->id, *name);
+        }
+        return !c->closing;
     }
     return true;
 }
@@ -616,10 +619,6 @@ void StreamListener::pause_reading(ConnectionId id, bool paused) {
 
 bool StreamListener::is_open(ConnectionId id) const {
     return impl_->core->is_open(id);
-}
-
-std::optional<std::string> StreamListener::peer_common_name(ConnectionId id) const {
-    return impl_->core->peer_common_name(id);
 }
 
 void StreamListener::start_tls(ConnectionId id) {

@@ -33,7 +33,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -76,6 +75,10 @@ class StreamProtocol {
 public:
     virtual ~StreamProtocol() = default;
     virtual void on_open(ConnectionId id, const std::string& remote) = 0;
+    // On a TLS port, once the handshake is done and before the connection's first bytes: the
+    // common name of the client certificate the CA verified (not called without one). May close
+    // the connection. A protocol without users ignores it.
+    virtual void on_peer_certificate(ConnectionId /*id*/, const std::string& /*common_name*/) {}
     // Bytes read from the connection (at most one read's worth). May send, close or pause it.
     virtual void on_bytes(ConnectionId id, std::string_view bytes) = 0;
     // The connection is gone (closed by either side); no more calls for it. Called from its own
@@ -126,10 +129,6 @@ public:
     // The handshake and then a whole message must arrive within message_deadline_ms. Ignored when
     // the connection is gone or closing.
     void start_tls(ConnectionId id);
-    // The common name of the certificate the connection's client presented and the CA verified,
-    // once its handshake is done (every on_bytes of a TLS connection comes after it); nullopt
-    // without TLS, without a client certificate, or for a connection that is gone.
-    std::optional<std::string> peer_common_name(ConnectionId id) const;
     // The TLS context new connections get (open ones keep theirs): a reloaded certificate. Only on
     // a port started with TLS.
     void set_tls(std::shared_ptr<const TlsContext> tls);
