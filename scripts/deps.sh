@@ -1,36 +1,58 @@
 #!/usr/bin/env bash
 # Installs exactly the Debian 12 packages the build and the tests need. Idempotent: a package that
 # is already installed is not fetched again, and apt-get update runs only when something is missing.
+#
+#   scripts/deps.sh           everything
+#   scripts/deps.sh build     what compiling the tree needs (compilers, headers, libraries)
+#   scripts/deps.sh test      what only the tests and the fuzz build need (servers, clients, tools):
+#                             scripts/test.sh installs these while the Release build compiles
 set -euo pipefail
+part=${1:-all}
+case $part in
+    all | build | test) ;;
+    *) echo "usage: scripts/deps.sh [build|test]" >&2; exit 2 ;;
+esac
 
-packages=(
+build_packages=(
     g++ cmake ninja-build pkg-config
     libboost-dev libprotobuf-dev protobuf-compiler librocksdb-dev libfmt-dev catch2
-    clang-format nlohmann-json3-dev liblua5.1-0-dev
-    libcli11-dev libtomlplusplus-dev libspdlog-dev clang libclang-rt-14-dev
-    # digests, HMAC and TLS (base/digest.h, net/tls.h); the TLS test's certificates (openssl)
-    libssl-dev openssl
-    # jepsen/run: network namespaces, veth and bridges (iproute2), partitions (nftables)
-    iproute2 nftables python3 gnuplot-nox faketime
+    nlohmann-json3-dev liblua5.1-0-dev libcli11-dev libtomlplusplus-dev libspdlog-dev
+    # digests, HMAC and TLS (base/digest.h, net/tls.h)
+    libssl-dev
     # bench/raftlock-bench's ZooKeeper driver (the C client); the peers themselves (etcd-server,
     # zookeeper, redis-server) are installed by bench/peers.sh when a comparison runs
     libzookeeper-mt-dev
+    # bench/raftlock-bench's postgres driver (libpq), for the SQL mode and a real PostgreSQL
+    libpq-dev
+)
+test_packages=(
+    # the source check (clang-format) and the fuzz build (clang, libFuzzer's runtime)
+    clang-format clang libclang-rt-14-dev
+    # the TLS tests' certificates
+    openssl
+    # jepsen/run: network namespaces, veth and bridges (iproute2), partitions (nftables)
+    iproute2 nftables python3 gnuplot-nox faketime
     # the Redis mode's tests: redis-cli against a real redis-server, and redis-py's Lock
     redis-server redis-tools python3-redis
     # the SQL mode's tests: psql scripts against a real PostgreSQL 15, psycopg 2 and 3
     postgresql-15 postgresql-client-15 python3-psycopg2 python3-psycopg
-    # bench/raftlock-bench's postgres driver (libpq), for the SQL mode and a real PostgreSQL
-    libpq-dev
     # the ZooKeeper mode's tests, each client unmodified: kazoo; zkCli.sh beside a real ZooKeeper
     # 3.8 (Debian zookeeper); Curator's recipes (compiled with the JDK at test time)
     python3-kazoo zookeeper libcurator-recipes-java default-jdk-headless
 )
+packages=()
+if [ "$part" != test ]; then
+    packages+=("${build_packages[@]}")
+fi
+if [ "$part" != build ]; then
+    packages+=("${test_packages[@]}")
+    # Node.js and npm (the Redis mode's ioredis + redlock test): the machine's own, else Debian's.
+    if ! command -v npm >/dev/null; then
+        packages+=(nodejs npm)
+    fi
+fi
 
 missing=()
-# Node.js and npm (the Redis mode's ioredis + redlock test): the machine's own, else Debian's.
-if ! command -v npm >/dev/null; then
-    packages+=(nodejs npm)
-fi
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

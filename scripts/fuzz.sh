@@ -28,7 +28,10 @@ instrument="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=al
 seeds=$dir/fuzz-seeds
 if [ "$step" != run ]; then
     echo "== configure $dir"
+    # Line tables are all a crash's stack trace needs; full debug information made the build a
+    # third slower (statemachine/codec.cc: 13.3 s with -g, 9.9 s with -gline-tables-only).
     CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
         -DRAFTLOCK_FUZZ=ON \
         -DRAFTLOCK_SKIP_DIRS="storage;jepsen;bench;sim;server;client;cli;integration" \
         -DCMAKE_CXX_FLAGS="$instrument" \

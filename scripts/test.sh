@@ -4,7 +4,8 @@
 # libFuzzer targets (separate build directories). The sanitizer build leaves out what it cannot add
 # to: source checks, benchmarks, the jepsen smokes, the simulator's negative controls, and the
 # client-library and failover tests of the Redis port. Each later stage builds while the stage
-# before it tests (background_build, below).
+# before it tests (background_build, below), and the packages only the tests need install while
+# the Release build compiles (scripts/deps.sh test).
 #
 #   scripts/test.sh            plain + sanitizer builds, all tests
 #   RAFTLOCK_SKIP_SANITIZE=1   no ASan+UBSan build (with the next two: a quick local loop)
@@ -15,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/deps.sh
+scripts/deps.sh build
 
 jobs=$(nproc)
 start=$(date +%s)
@@ -43,7 +44,9 @@ background_build() {
     shift
     rm -f "build-logs/$stage.rc"
     (
-        idle_self || echo "warning: could not lower the priority of the $stage build" >&2
+        if [ "$stage" != deps ]; then
+            idle_self || echo "warning: could not lower the priority of the $stage build" >&2
+        fi
         status=0
         "$@" >"build-logs/$stage.log" 2>&1 || status=$?
         echo "$status" >"build-logs/$stage.rc"
@@ -73,16 +76,16 @@ finish_build() {
         # (A build that died without writing its status must not leave this waiting for ever.)
         if ! kill -0 "${background_pids[$stage]}" 2>/dev/null &&
             [ ! -f "build-logs/$stage.rc" ]; then
-            echo "== build $stage ended without a status" >&2
+            echo "== background $stage ended without a status" >&2
             cat "build-logs/$stage.log" 2>/dev/null || true
             exit 1
         fi
         sleep 2
     done
-    echo "== build $stage (in the background; build-logs/$stage.log) ended at $(elapsed)"
+    echo "== background $stage (build-logs/$stage.log) ended at $(elapsed)"
     if [ "$(cat "build-logs/$stage.rc")" != 0 ]; then
         cat "build-logs/$stage.log"
-        echo "== build $stage failed" >&2
+        echo "== background $stage failed" >&2
         exit 1
     fi
 }
@@ -115,7 +118,11 @@ run_tests() {
 }
 asan=$([ "${RAFTLOCK_SKIP_SANITIZE:-0}" != 1 ] && echo 1 || echo 0)
 tsan=$([ "${RAFTLOCK_SKIP_TSAN:-0}" != 1 ] && echo 1 || echo 0)
-fuzz=$([ "${RAFTLOCK_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null && echo 1 || echo 0)
+
+# What only the tests need (the servers and clients they run against, clang for the fuzz build)
+# installs while the Release build compiles, at normal priority (apt mostly waits on the network
+# and the disk), and before any test runs.
+background_build deps scripts/deps.sh test
 
 # The main build is the Release build users make (-O2, CMakeLists.txt), so CI builds and tests
 # exactly that; a panic names its file and line without debug information. The sanitizer builds
@@ -126,6 +133,8 @@ fuzz=$([ "${RAFTLOCK_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null && e
 echo "== build build (Release)"
 configure build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs"
+finish_build deps
+fuzz=$([ "${RAFTLOCK_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null && echo 1 || echo 0)
 if [ "$asan" = 1 ]; then
     background_build asan build_asan
 fi
