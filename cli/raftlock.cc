@@ -442,6 +442,7 @@ struct ReleaseArgs {
     uint64_t session = 0;
     std::optional<uint64_t> token;
     std::optional<std::string> owner;
+    bool force = false;
 };
 
 // The session's hold of the lock, looked up when --token is not given.
@@ -461,6 +462,25 @@ client::ClientResult<client::Lease> find_hold(Client& client, const ReleaseArgs&
                              args.session, args.name, args.name)};
 }
 
+// --force: the hold is taken away without attaching to its session (an administrator's act on a
+// holder that is stuck), every count at once.
+int force_release(const Context& ctx, Client& client, const client::Lease& lease) {
+    if (auto released = client.force_release(lease.name, lease.session, lease.token);
+        !released.ok()) {
+        return report(ctx, released.error());
+    }
+    emit(ctx,
+         json{{"lock", lease.name},
+              {"session", lease.session},
+              {"token", lease.token},
+              {"hold_count", 0},
+              {"forced", true}},
+         fmt::format("released {} from session {} (token {}), forced: the holder was not asked, "
+                     "and the lock's lock-delay applies\n",
+                     lease.name, lease.session, lease.token));
+    return kExitOk;
+}
+
 int cmd_release(const Context& ctx, const ReleaseArgs& args) {
     Client client(ctx.client_options());
     client::Lease lease{args.name, args.owner.value_or(""), args.token.value_or(0), args.session};
@@ -470,6 +490,9 @@ int cmd_release(const Context& ctx, const ReleaseArgs& args) {
             return report(ctx, found.error());
         }
         lease = std::move(found).value();
+    }
+    if (args.force) {
+        return force_release(ctx, client, lease);
     }
     if (auto attached = client.attach_session(args.session); !attached.ok()) {
         return report(ctx, attached.error());
@@ -592,9 +615,17 @@ int cmd_lock(const Context& ctx, const LockArgs& args) {
                                    ? std::max(*options.safety_margin / 4, milliseconds(1))
                                    : duration_arg("--grace", args.grace);
     block_signals();
-    std::atomic<bool> lost{false};  // before the client, whose callback sets it
+    std::atomic<bool> lost{false};     // before the client, whose callbacks set them
+    std::atomic<bool> revoked{false};  // taken by an administrator (release --force)
     Client client(options);
     client.set_session_callback([&lost](client::SessionLoss) { lost = true; });
+    // The session holds this one lock, so any hold of it taken away is ours.
+    client.set_lock_revoked_callback([&](const std::string& name, uint64_t) {
+        if (name == args.name) {
+            revoked = true;
+            lost = true;
+        }
+    });
     bool interrupted = false;
     auto lease = open_and_acquire(client, ctx, args, interrupted);
     if (interrupted) {
@@ -614,9 +645,10 @@ int cmd_lock(const Context& ctx, const LockArgs& args) {
     if (result.lock_lost) {
         (void)client.close_session();  // best effort: the session is probably gone already
         fmt::print(stderr,
-                   "raftlock: lock '{}' lost (session {}): the command was stopped; its exit "
+                   "raftlock: lock '{}' lost (session {}{}): the command was stopped; its exit "
                    "code was {}\n",
-                   args.name, lease->session, result.exit_code);
+                   args.name, lease->session, revoked ? ", taken away by an administrator" : "",
+                   result.exit_code);
         return kExitLockLost;
     }
     (void)client.release(*lease);
@@ -1137,6 +1169,9 @@ void add_lock_commands(CLI::App& app, Command& run) {
     cmd->add_option("--session", release.session, "the holder's session id")->required();
     cmd->add_option("--token", release.token, "the grant's token (default: looked up)");
     cmd->add_option("--owner", release.owner, "owner tag (default: the session's hold's)");
+    cmd->add_flag("--force", release.force,
+                  "take the hold away without its session, every count at once (needs admin "
+                  "on the lock; the lock-delay applies)");
     cmd->callback([&run] { run = [](const Context& ctx) { return cmd_release(ctx, release); }; });
 }
 

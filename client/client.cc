@@ -149,6 +149,14 @@ void Client::Impl::on_session_ended(const proto::SessionEnded& ended) {
     keeper_.on_session_ended(ended);
 }
 
+void Client::Impl::on_lock_revoked(const proto::LockRevoked& revoked) {
+    // Pushed to connections that used the session; a client that moved on to another session
+    // since holds nothing of the old one.
+    if (lock_revoked_ && keeper_.id() == revoked.session_id()) {
+        lock_revoked_(revoked.name(), revoked.token());
+    }
+}
+
 bool Client::Impl::wants_connection() const {
     return keeper_.wants_connection() || watcher_.wants_connection();
 }
@@ -260,6 +268,14 @@ uint64_t Client::connection_count() const {
 
 std::optional<SteadyTime> Client::safe_until() const {
     return impl_->keeper().safe_until();
+}
+
+void Client::set_lock_revoked_callback(LockRevokedCallback callback) {
+    if (impl_->check_thread()) {
+        impl_->set_lock_revoked_callback(std::move(callback));  // already on the network thread
+        return;
+    }
+    impl_->run_on_network([&] { impl_->set_lock_revoked_callback(std::move(callback)); });
 }
 
 void Client::set_session_callback(SessionCallback callback) {

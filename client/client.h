@@ -88,6 +88,9 @@ public:
     std::optional<SteadyTime> safe_until() const;
     // Replaces the session callback. It fires once per safe-until crossing and once at the end.
     void set_session_callback(SessionCallback callback);
+    // Called (on the client's network thread) when an administrator takes one of this session's
+    // holds away (force_release): the session lives on, the lock is no longer held.
+    void set_lock_revoked_callback(LockRevokedCallback callback);
 
     // --- locks --------------------------------------------------------------------------------
     // Needs an open session. Answers when granted (the lease), or kWaitTimeout when the server's
@@ -98,6 +101,11 @@ public:
     ClientResult<Lease> try_acquire(const std::string& name, AcquireOptions options = {});
     // Returns the hold count left (reentrant holds). kNotLockHolder if the lease is not held.
     ClientResult<uint32_t> release(const Lease& lease);
+    // Takes `session`'s hold of `name` granted with `token` away, every count at once, without
+    // that session (needs admin on the lock under authentication; no session of this client's
+    // own). kNotLockHolder when that session holds no grant with that token, which is also what a
+    // retry after a lost reply finds: `describe` tells which.
+    ClientResult<Done> force_release(const std::string& name, SessionId session, uint64_t token);
     ClientResult<LockInfo> describe(const std::string& name);
     // Names with `prefix`, byte order; limit 0 is the server's default (1000).
     ClientResult<std::vector<std::string>> list_locks(const std::string& prefix,

@@ -48,7 +48,12 @@ public:
     void on_connected() override;
     void on_watch_event(const proto::WatchEvent& event) override { watcher_.on_event(event); }
     void on_session_ended(const proto::SessionEnded& ended) override;
+    void on_lock_revoked(const proto::LockRevoked& revoked) override;
     bool wants_connection() const override;
+    // Network thread only.
+    void set_lock_revoked_callback(LockRevokedCallback callback) {
+        lock_revoked_ = std::move(callback);
+    }
 
 private:
     ClientOptions options_;
@@ -57,6 +62,7 @@ private:
     std::atomic<uint64_t> connections_{0};
     SessionKeeper keeper_;
     Watcher watcher_;
+    LockRevokedCallback lock_revoked_;  // network thread
     // Last: destroyed first, so the network thread is joined before the parts it calls go.
     Core core_;
 };

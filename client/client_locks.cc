@@ -112,6 +112,23 @@ ClientResult<uint32_t> Client::release(const Lease& lease) {
     return answer->lock().hold_count();
 }
 
+ClientResult<Done> Client::force_release(const std::string& name,
+                                         SessionId session,
+                                         uint64_t token) {
+    proto::Request request;
+    proto::ForceRelease* body = request.mutable_force_release();
+    body->set_name(name);
+    body->set_session(session);
+    body->set_token(token);
+    // Session-less, like a user change: sent again after a lost reply, as a read is.
+    auto answer = impl_->call(std::move(request), {});
+    if (auto error = answer_error(
+            answer, fmt::format("force release of '{}' from session {}", name, session))) {
+        return *error;
+    }
+    return Done{};
+}
+
 ClientResult<LockInfo> Client::describe(const std::string& name) {
     proto::Request request;
     request.mutable_describe_lock()->set_name(name);

@@ -234,6 +234,9 @@ void Core::Impl::on_message(uint64_t generation, proto::ServerMessage&& message)
         case proto::ServerMessage::kSessionEnded:
             listener_.on_session_ended(message.session_ended());
             return;
+        case proto::ServerMessage::kLockRevoked:
+            listener_.on_lock_revoked(message.lock_revoked());
+            return;
         case proto::ServerMessage::BODY_NOT_SET:
             return;  // a newer server's push this client does not know
     }

@@ -29,6 +29,7 @@ public:
     virtual void on_connected() = 0;
     virtual void on_watch_event(const proto::WatchEvent& event) = 0;
     virtual void on_session_ended(const proto::SessionEnded& ended) = 0;
+    virtual void on_lock_revoked(const proto::LockRevoked& revoked) = 0;
     // Keep a connection up even with no request in flight (an open session, watches).
     virtual bool wants_connection() const = 0;
 };

@@ -255,5 +255,7 @@ enum class SessionLoss : uint8_t {
 std::string_view to_string(SessionLoss loss);
 
 using SessionCallback = std::function<void(SessionLoss)>;
+// An administrator took the hold of `name` granted with `token` from this client's session.
+using LockRevokedCallback = std::function<void(const std::string& name, uint64_t token)>;
 
 }  // namespace raftlock::client

@@ -300,6 +300,7 @@ private:
     void send_watch_event(const statemachine::WatchEvent& event);
     statemachine::WatchedView watched_view() const;
     void end_session(uint64_t session, bool expired);
+    void push_hold_revoked(const statemachine::HoldRevoked& revoked);
 
     // replica_clients.cc: client requests.
     void submit_write(net::ConnectionId conn, proto::Request& request);

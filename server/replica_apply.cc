@@ -174,8 +174,26 @@ void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& resu
         }
     }
     sql_push_done(result);
+    for (const sm::HoldRevoked& revoked : result.holds_revoked) {
+        push_hold_revoked(revoked);
+    }
     for (const sm::SessionEnded& ended : result.sessions_ended) {
         end_session(ended.session, ended.reason == sm::SessionEnd::kExpired);
+    }
+}
+
+void Replica::push_hold_revoked(const sm::HoldRevoked& revoked) {
+    RL_ASSERT(revoked.session != sm::kNoSession && revoked.token != 0);
+    auto conns = session_connections_.find(revoked.session);
+    if (conns == session_connections_.end()) {
+        return;  // the session's connections are on other nodes (or it has none now)
+    }
+    proto::ServerMessage message;
+    message.mutable_lock_revoked()->set_session_id(revoked.session);
+    message.mutable_lock_revoked()->set_name(revoked.name);
+    message.mutable_lock_revoked()->set_token(revoked.token);
+    for (net::ConnectionId conn : conns->second) {
+        clients_.send(conn, message);
     }
 }
 

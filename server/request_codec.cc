@@ -24,6 +24,7 @@ RequestKind kind_of(const proto::Request& request) {
         case B::kAcquire:
         case B::kRelease:
         case B::kCancel:
+        case B::kForceRelease:
         case B::kUserChange:
         case B::kRoleChange:
         case B::kAuthEnable:
@@ -182,6 +183,10 @@ Result<sm::Op, std::string> to_op(const proto::Request& r) {
                 sm::Release{r.release().name(), r.release().owner_tag(), r.release().token()}};
         case B::kCancel:
             return sm::Op{sm::Cancel{r.cancel().name(), r.cancel().owner_tag()}};
+        case B::kForceRelease: {
+            const proto::ForceRelease& f = r.force_release();
+            return sm::Op{sm::ForceRelease{f.name(), f.session(), f.token()}};
+        }
         case B::kUserChange: {
             const proto::UserChange& u = r.user_change();
             return sm::Op{
@@ -238,7 +243,8 @@ Result<sm::Command, std::string> to_command(const proto::Request& request, uint6
     if (std::holds_alternative<sm::OpenSession>(c.op) ||
         std::holds_alternative<sm::UserChange>(c.op) ||
         std::holds_alternative<sm::RoleChange>(c.op) ||
-        std::holds_alternative<sm::AuthEnable>(c.op)) {
+        std::holds_alternative<sm::AuthEnable>(c.op) ||
+        std::holds_alternative<sm::ForceRelease>(c.op)) {
         c.seq = open_nonce;  // session-less: the reply finds its request by this nonce
     } else {
         if (request.session_id() == 0 || request.seq() == 0 || request.ack_seq() >= request.seq()) {
@@ -358,6 +364,7 @@ void fill_write_response(const sm::Command& command,
         }
     } else if (std::holds_alternative<sm::Acquire>(command.op) ||
                std::holds_alternative<sm::Release>(command.op) ||
+               std::holds_alternative<sm::ForceRelease>(command.op) ||
                std::holds_alternative<sm::Cancel>(command.op)) {
         out.mutable_lock()->set_outcome(static_cast<proto::LockOutcome>(response.lock));
         out.mutable_lock()->set_token(response.token);

@@ -108,7 +108,8 @@ bool needs_session(const Op& op) {
            !std::holds_alternative<Noop>(op) && !std::holds_alternative<RedisCommand>(op) &&
            !std::holds_alternative<SqlCancel>(op) && !std::holds_alternative<AttachSession>(op) &&
            !std::holds_alternative<UserChange>(op) && !std::holds_alternative<RoleChange>(op) &&
-           !std::holds_alternative<AuthEnable>(op) && !std::holds_alternative<AuthBootstrap>(op);
+           !std::holds_alternative<AuthEnable>(op) && !std::holds_alternative<AuthBootstrap>(op) &&
+           !std::holds_alternative<ForceRelease>(op);
 }
 
 // Which session-less ops carry the proposing server's nonce as their seq (echoed in
@@ -116,7 +117,8 @@ bool needs_session(const Op& op) {
 bool carries_nonce(const Op& op) {
     return std::holds_alternative<OpenSession>(op) || std::holds_alternative<SqlCancel>(op) ||
            std::holds_alternative<AttachSession>(op) || std::holds_alternative<UserChange>(op) ||
-           std::holds_alternative<RoleChange>(op) || std::holds_alternative<AuthEnable>(op);
+           std::holds_alternative<RoleChange>(op) || std::holds_alternative<AuthEnable>(op) ||
+           std::holds_alternative<ForceRelease>(op);
 }
 
 bool valid_user_change(const UserChange& o) {
@@ -170,6 +172,8 @@ bool valid_op(const Op& op) {
                        o.token > 0;
             } else if constexpr (std::is_same_v<T, Cancel>) {
                 return valid_lock_name(o.name) && o.owner_tag.size() <= kOwnerTagBytesMax;
+            } else if constexpr (std::is_same_v<T, ForceRelease>) {
+                return valid_lock_name(o.name) && o.session != kNoSession && o.token > 0;
             } else if constexpr (std::is_same_v<T, AcquireMany>) {
                 return valid_acquire_many(o);
             } else if constexpr (std::is_same_v<T, RedisCommand>) {
@@ -334,6 +338,11 @@ void write_op_fields(Writer& w, const Release& o) {
 void write_op_fields(Writer& w, const Cancel& o) {
     w.bytes(o.name);
     w.bytes(o.owner_tag);
+}
+void write_op_fields(Writer& w, const ForceRelease& o) {
+    w.bytes(o.name);
+    w.varint(o.session);
+    w.varint(o.token);
 }
 void write_op_fields(Writer& w, const AcquireMany& o) {
     w.varint(o.locks.size());
@@ -503,6 +512,14 @@ Release read_release(Reader& r) {
     Release o;
     o.name = r.bytes(kLockNameBytesMax);
     o.owner_tag = r.bytes(kOwnerTagBytesMax);
+    o.token = r.varint();
+    return o;
+}
+
+ForceRelease read_force_release(Reader& r) {
+    ForceRelease o;
+    o.name = r.bytes(kLockNameBytesMax);
+    o.session = r.varint();
     o.token = r.varint();
     return o;
 }
@@ -706,6 +723,11 @@ Op read_op(Reader& r, uint8_t tag, uint8_t version) {
         case OpTag::kAuthBootstrap:
             if (version >= kCommandFormatVersionV4) {
                 return AuthBootstrap{read_credentials(r)};
+            }
+            break;
+        case OpTag::kForceRelease:
+            if (version >= kCommandFormatVersionV5) {
+                return read_force_release(r);
             }
             break;
     }

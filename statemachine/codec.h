@@ -18,7 +18,9 @@
 // writes version 5. Version 4 (until 2026-11-29) has version 5's layout; what differs is how a
 // session's request applies (StateMachine::apply_session_request): from version 5 a seq more
 // than kSeqAheadMax beyond the session's highest is refused and not remembered, where version 4
-// remembered it (and let its ack_seq discard every reply below). Version 3 (until 2026-11-29) had
+// remembered it (and let its ack_seq discard every reply below). ForceRelease (tag 17) came later
+// within version 5: a server from before it stops at such an entry (server/replica_apply.cc)
+// rather than skip it, as at any op it does not know. Version 3 (until 2026-11-29) had
 // no user and no user, role or auth ops. Version 2 (until 2026-11-29) had no caller, no ACL in a
 // Create (the node is open) and no SetAcl. Version 1 (until 2026-11) tagged an op with its index in
 // the Op variant (a sub-op with its index in MultiOp), with 16 and 17 for a RedisCommand and a
@@ -66,6 +68,7 @@ enum class OpTag : uint8_t {
     kAttachSession = 14,
     kMultiContainersAtEnd = 15,  // a Multi with containers_at_end (kMulti: without)
     kSetAcl = 16,                // version 3 on
+    kForceRelease = 17,          // version 5 on
     kRedisCommand = 32,
     kSqlStatement = 48,
     kSqlCancel = 49,
@@ -121,6 +124,8 @@ constexpr OpTag op_tag() {
         return OpTag::kAuthEnable;
     } else if constexpr (std::is_same_v<T, AuthBootstrap>) {
         return OpTag::kAuthBootstrap;
+    } else if constexpr (std::is_same_v<T, ForceRelease>) {
+        return OpTag::kForceRelease;
     } else {
         static_assert(std::is_same_v<T, SqlCancel>, "an op needs a tag of its own in OpTag");
         return OpTag::kSqlCancel;
@@ -158,6 +163,7 @@ static_assert(static_cast<uint8_t>(OpTag::kAcquireMany) == 13);
 static_assert(static_cast<uint8_t>(OpTag::kAttachSession) == 14);
 static_assert(static_cast<uint8_t>(OpTag::kMultiContainersAtEnd) == 15);
 static_assert(static_cast<uint8_t>(OpTag::kSetAcl) == 16);
+static_assert(static_cast<uint8_t>(OpTag::kForceRelease) == 17);
 static_assert(static_cast<uint8_t>(OpTag::kRedisCommand) == 32);
 static_assert(static_cast<uint8_t>(OpTag::kSqlStatement) == 48);
 static_assert(static_cast<uint8_t>(OpTag::kSqlCancel) == 49);
@@ -176,7 +182,7 @@ static_assert(static_cast<uint8_t>(MultiOpTag::kCreate) == 1);
 static_assert(static_cast<uint8_t>(MultiOpTag::kDelete) == 2);
 static_assert(static_cast<uint8_t>(MultiOpTag::kSetData) == 3);
 static_assert(static_cast<uint8_t>(MultiOpTag::kCheck) == 4);
-static_assert(std::variant_size_v<Op> == 22,
+static_assert(std::variant_size_v<Op> == 23,
               "a new op needs a tag (op_tag) and a reader (read_op)");
 
 // kOk when `command` obeys every documented range (command.h); else kBadArguments. Checks what does

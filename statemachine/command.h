@@ -114,6 +114,17 @@ struct Release {
     Index token = 0;
     friend bool operator==(const Release&, const Release&) = default;
 };
+// An administrator takes `session`'s hold of `name` granted with `token` away, all its counts at
+// once, without being that session (`raftlock release --force`): for a holder that is stuck, not
+// gone. Needs admin on the lock (permissions.cc); session-less, like a user change. Unclean, as an
+// expiry is: the holder did not let go, so the lock's lock-delay applies, and fencing rejects the
+// token from this entry on.
+struct ForceRelease {
+    std::string name;
+    SessionId session = kNoSession;
+    Index token = 0;
+    friend bool operator==(const ForceRelease&, const ForceRelease&) = default;
+};
 // Cancels a queued wait. If the wait was already granted, the reply carries that grant's token.
 struct Cancel {
     std::string name;
@@ -248,7 +259,8 @@ using Op = std::variant<OpenSession,
                         UserChange,
                         RoleChange,
                         AuthEnable,
-                        AuthBootstrap>;
+                        AuthBootstrap,
+                        ForceRelease>;
 
 // A fenced write (the protected-resource side of fencing): the request is rejected with
 // kFenceRejected unless `token` is the token of a current holder of `lock`.

@@ -182,6 +182,45 @@ Response StateMachine::release(SessionId session, const Release& op, Index zxid,
     return response;
 }
 
+Response StateMachine::force_release(const ForceRelease& op, Index zxid, ApplyResult& out) {
+    Response response;
+    auto it = locks_.find(op.name);
+    if (it == locks_.end()) {
+        response.code = ErrorCode::kNotLockHolder;
+        return response;
+    }
+    Lock& lock = it->second;
+    // One holder per (session, token): a grant's token is its entry's index, and an entry grants
+    // a session one hold of a lock.
+    auto holder = std::find_if(lock.holders.begin(), lock.holders.end(), [&](const Holder& h) {
+        return h.session == op.session && h.token == op.token;
+    });
+    if (holder == lock.holders.end()) {
+        response.code = ErrorCode::kNotLockHolder;  // released already, or never this session's
+        return response;
+    }
+    RL_ASSERT(sessions_.contains(op.session) && sessions_.at(op.session).locks.contains(op.name));
+    response.lock = LockOutcome::kReleased;
+    response.token = holder->token;
+    response.hold_count = 0;  // every count at once
+    out.holds_revoked.push_back(HoldRevoked{op.session, op.name, op.token});
+    lock.holders.erase(holder);
+    if (lock.lock_delay_ms > 0) {
+        start_lock_delay(it->first, lock);
+    }
+    grant_waiters(it->first, lock, zxid, out);
+    forget_if_unused(op.name, op.session);
+    // From here the token fences nothing: check_fence finds no holder with it.
+    RL_ASSERT(check_fence(Fence{op.name, op.token}) == ErrorCode::kFenceRejected);
+    return response;
+}
+
+void StateMachine::start_lock_delay(const std::string& name, Lock& lock) {
+    RL_ASSERT(lock.lock_delay_ms > 0);
+    lock.free_at_ms = now_ms_ + lock.lock_delay_ms;
+    timers_.insert(Timer{lock.free_at_ms, TimerKind::kLockDelayEnd, name, 0, {}});
+}
+
 Response StateMachine::cancel(SessionId session, const Cancel& op, Index zxid, ApplyResult& out) {
     Response response;
     auto it = locks_.find(op.name);
@@ -331,8 +370,7 @@ void StateMachine::release_session_locks(SessionId id,
         }
         size_t held = std::erase_if(lock.holders, [&](const Holder& h) { return h.session == id; });
         if (held > 0 && reason == SessionEnd::kExpired && lock.lock_delay_ms > 0) {
-            lock.free_at_ms = now_ms_ + lock.lock_delay_ms;
-            timers_.insert(Timer{lock.free_at_ms, TimerKind::kLockDelayEnd, it->first, 0, {}});
+            start_lock_delay(it->first, lock);
         }
         grant_waiters(it->first, lock, zxid, out);
         forget_if_unused(name, id);

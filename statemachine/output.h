@@ -85,6 +85,15 @@ struct WaitTimeout {
     friend bool operator==(const WaitTimeout&, const WaitTimeout&) = default;
 };
 
+// A hold taken away from its session by a ForceRelease: the servers holding the session's
+// connections tell them, so that a holder that is still working learns it lost the lock.
+struct HoldRevoked {
+    SessionId session = kNoSession;
+    std::string name;
+    Index token = 0;
+    friend bool operator==(const HoldRevoked&, const HoldRevoked&) = default;
+};
+
 struct SessionEnded {
     SessionId session = kNoSession;
     SessionEnd reason = SessionEnd::kClosed;
@@ -101,6 +110,7 @@ struct ApplyResult {
     std::vector<LockGrant> grants;       // in grant order
     std::vector<WaitTimeout> wait_timeouts;
     std::vector<SessionEnded> sessions_ended;
+    std::vector<HoldRevoked> holds_revoked;
     // SQL statements of any session that waited and finished in this entry (the server holding
     // the session's connection answers them).
     std::vector<sql::StatementDone> sql_done;

@@ -122,6 +122,9 @@ std::optional<Response> StateMachine::op_refusal(const Command& command) const {
             } else if constexpr (std::is_same_v<T, Acquire> || std::is_same_v<T, Release> ||
                                  std::is_same_v<T, Cancel>) {
                 return check(Need{Access::kWrite, Space::kLock, op.name});
+            } else if constexpr (std::is_same_v<T, ForceRelease>) {
+                // Another session's hold, whoever owns it: the lock's administrators only.
+                return check(Need{Access::kAdmin, Space::kLock, op.name});
             } else if constexpr (std::is_same_v<T, AcquireMany>) {
                 for (const LockSpec& spec : op.locks) {
                     if (auto refused = check(Need{Access::kWrite, Space::kLock, spec.name})) {

@@ -201,6 +201,8 @@ Response StateMachine::dispatch(SessionId session,
                 return release(session, op, zxid, out);
             } else if constexpr (std::is_same_v<T, Cancel>) {
                 return cancel(session, op, zxid, out);
+            } else if constexpr (std::is_same_v<T, ForceRelease>) {
+                return force_release(op, zxid, out);
             } else if constexpr (std::is_same_v<T, AcquireMany>) {
                 return acquire_many(session, op, zxid);
             } else if constexpr (std::is_same_v<T, SqlStatement>) {

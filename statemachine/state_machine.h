@@ -301,6 +301,10 @@ private:
     Response acquire(SessionId session, const Acquire& op, Index zxid);
     Response release(SessionId session, const Release& op, Index zxid, ApplyResult& out);
     Response cancel(SessionId session, const Cancel& op, Index zxid, ApplyResult& out);
+    Response force_release(const ForceRelease& op, Index zxid, ApplyResult& out);
+    // A hold ended without its holder letting go (an expiry, a forced release): the lock is
+    // granted to nobody for its lock-delay.
+    void start_lock_delay(const std::string& name, Lock& lock);
     Response acquire_many(SessionId session, const AcquireMany& op, Index zxid);
     bool grantable(const Lock& lock, LockMode mode) const;
     // The negative control of the unsafe build (Config); always false in a normal build.

@@ -179,6 +179,8 @@ std::string op_text(const Op& op) {
                                    o.token);
             } else if constexpr (std::is_same_v<T, Cancel>) {
                 return fmt::format("cancel \"{}\" tag=\"{}\"", o.name, o.owner_tag);
+            } else if constexpr (std::is_same_v<T, ForceRelease>) {
+                return fmt::format("force_release \"{}\" s{} token={}", o.name, o.session, o.token);
             } else if constexpr (std::is_same_v<T, AcquireMany>) {
                 return fmt::format("acquire_many locks={} tag=\"{}\"", o.locks.size(), o.owner_tag);
             } else if constexpr (std::is_same_v<T, RedisCommand>) {
@@ -222,7 +224,7 @@ std::string_view op_name(const Op& op) {
         "OpenSession", "KeepAlive",    "CloseSession", "ExpireSession", "Noop",          "Create",
         "Delete",      "SetData",      "Multi",        "Acquire",       "Release",       "Cancel",
         "AcquireMany", "RedisCommand", "SqlStatement", "SqlCancel",     "AttachSession", "SetAcl",
-        "UserChange",  "RoleChange",   "AuthEnable",   "AuthBootstrap"};
+        "UserChange",  "RoleChange",   "AuthEnable",   "AuthBootstrap", "ForceRelease"};
     static_assert(std::size(kNames) == std::variant_size_v<Op>);
     return kNames[op.index()];
 }
@@ -271,6 +273,9 @@ std::string to_string(const ApplyResult& a) {
     }
     for (const WaitTimeout& w : a.wait_timeouts) {
         out += fmt::format(" | timeout s{} \"{}\" \"{}\"", w.session, w.name, w.owner_tag);
+    }
+    for (const HoldRevoked& h : a.holds_revoked) {
+        out += fmt::format(" | revoked s{} \"{}\" {}", h.session, h.name, h.token);
     }
     for (const SessionEnded& e : a.sessions_ended) {
         out += fmt::format(" | ended s{} {}", e.session, to_string(e.reason));

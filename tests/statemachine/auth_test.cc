@@ -183,6 +183,44 @@ TEST_CASE("a session belongs to the user that opened it", "[statemachine][auth]"
     CHECK_FALSE(h.sm.session(bob));
 }
 
+TEST_CASE("admin on a lock takes another user's hold of it away, and only admin",
+          "[statemachine][auth][force]") {
+    AuthHarness h;
+    h.set_up();
+    SessionId bob = h.open_as("bob");
+    REQUIRE(h.as("bob", bob, Acquire{"jobs/a", "", LockMode::kExclusive, 1, 0, 0}).response.lock ==
+            LockOutcome::kGranted);
+    const Index token = h.sm.describe_lock("jobs/a")->holders[0].token;
+    // Write on the lock is not enough, and nobody's session is touched by a refusal.
+    ApplyResult refused = h.as("bob", kNoSession, ForceRelease{"jobs/a", bob, token});
+    CHECK(refused.response.code == ErrorCode::kPermissionDenied);
+    CHECK(refused.response.message == "user \"bob\" lacks admin on lock \"jobs/a\"");
+    CHECK(h.as("carol", kNoSession, ForceRelease{"jobs/a", bob, token}).response.code ==
+          ErrorCode::kPermissionDenied);
+    // Admin on another prefix is not admin here.
+    REQUIRE(h.change("root", RoleChange{RoleAction::kAdd, "db-ops", {}}) == ErrorCode::kOk);
+    REQUIRE(h.change("root", RoleChange{RoleAction::kGrant, "db-ops",
+                                        Permission{Access::kAdmin, Space::kLock, "db/"}}) ==
+            ErrorCode::kOk);
+    REQUIRE(h.change("root", UserChange{UserAction::kGrantRole, "carol", {}, "db-ops"}) ==
+            ErrorCode::kOk);
+    CHECK(h.as("carol", kNoSession, ForceRelease{"jobs/a", bob, token}).response.message ==
+          "user \"carol\" lacks admin on lock \"jobs/a\"");
+    CHECK(h.sm.describe_lock("jobs/a")->holders.size() == 1);
+    CHECK(h.sm.highest_seq_used(bob) == 1);
+    // Admin on "jobs/" takes it, without using (or being able to use) bob's session.
+    REQUIRE(h.change("root", RoleChange{RoleAction::kGrant, "db-ops",
+                                        Permission{Access::kAdmin, Space::kLock, "jobs/"}}) ==
+            ErrorCode::kOk);
+    ApplyResult forced = h.as("carol", kNoSession, ForceRelease{"jobs/a", bob, token});
+    CHECK(forced.response.code == ErrorCode::kOk);
+    CHECK(forced.response.lock == LockOutcome::kReleased);
+    CHECK_FALSE(h.sm.describe_lock("jobs/a"));
+    CHECK(h.sm.session(bob));
+    CHECK(h.sm.highest_seq_used(bob) == 1);
+    CHECK(h.as("bob", bob, KeepAlive{}).response.code == ErrorCode::kOk);
+}
+
 TEST_CASE("users and roles are changed by root; a user may change its own password",
           "[statemachine][auth]") {
     AuthHarness h;

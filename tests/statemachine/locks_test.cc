@@ -156,6 +156,84 @@ TEST_CASE("only the holder can release: a wrong session, tag or token changes no
     CHECK(h.sm.describe_lock("L")->holders.size() == 1);
 }
 
+TEST_CASE("a forced release takes every count of the hold and hands the lock on",
+          "[statemachine][locks][force]") {
+    Harness h;
+    SessionId a = h.open();
+    SessionId b = h.open();
+    Index t = h.lock(a, "L", "t").token;
+    REQUIRE(h.lock(a, "L", "t").hold_count == 2);
+    h.lock(b, "L", "", kX, 5000);
+    // Session-less: nobody's session numbers move (as a user change).
+    ApplyResult out = h.leader(ForceRelease{"L", a, t});
+    CHECK(out.response.code == ErrorCode::kOk);
+    CHECK(out.response.lock == LockOutcome::kReleased);
+    CHECK(out.response.token == t);
+    CHECK(out.response.hold_count == 0);
+    CHECK(out.grants == std::vector<LockGrant>{{b, "L", "", out.index}});
+    // The servers holding a's connections are told, so that a holder still at work learns it.
+    CHECK(out.holds_revoked == std::vector<HoldRevoked>{{a, "L", t}});
+    // The old token fences nothing from here on, and the old holder's release finds nothing.
+    Command fenced;
+    fenced.client_id = a;
+    fenced.seq = ++h.seqs[a];
+    fenced.time_ms = h.time_ms;
+    fenced.fence = Fence{"L", t};
+    fenced.op = SetData{"/missing", "x", -1};
+    CHECK(h.apply(fenced).response.code == ErrorCode::kFenceRejected);
+    CHECK(h.run(a, Release{"L", "t", t}).response.code == ErrorCode::kNotLockHolder);
+    // The session itself lives on.
+    CHECK(h.run(a, KeepAlive{}).response.code == ErrorCode::kOk);
+}
+
+TEST_CASE("a forced release names the hold exactly: a wrong session, token or lock changes nothing",
+          "[statemachine][locks][force]") {
+    Harness h;
+    SessionId a = h.open();
+    SessionId b = h.open();
+    Index t = h.lock(a, "L", "t").token;
+    CHECK(h.leader(ForceRelease{"L", b, t}).response.code == ErrorCode::kNotLockHolder);
+    CHECK(h.leader(ForceRelease{"L", a, t + 1}).response.code == ErrorCode::kNotLockHolder);
+    CHECK(h.leader(ForceRelease{"M", a, t}).response.code == ErrorCode::kNotLockHolder);
+    REQUIRE(h.sm.describe_lock("L"));
+    CHECK(h.sm.describe_lock("L")->holders.size() == 1);
+    // Done once, a second one (a retry after a lost reply) finds nothing.
+    CHECK(h.leader(ForceRelease{"L", a, t}).response.code == ErrorCode::kOk);
+    CHECK(h.leader(ForceRelease{"L", a, t}).response.code == ErrorCode::kNotLockHolder);
+    CHECK(!h.sm.describe_lock("L"));
+}
+
+TEST_CASE("a forced release is unclean: the lock-delay holds back the next grant",
+          "[statemachine][locks][force][time]") {
+    Harness h;
+    SessionId a = h.open();
+    SessionId b = h.open();
+    Index t = h.lock(a, "L", "", kX, 0, 1, 2000).token;
+    h.lock(b, "L", "", kX, 5000);
+    ApplyResult out = h.leader(ForceRelease{"L", a, t});
+    CHECK(out.response.code == ErrorCode::kOk);
+    CHECK(out.grants.empty());
+    CHECK(h.sm.describe_lock("L")->free_at_ms == h.time_ms + 2000);
+    CHECK(h.advance(1999).grants.empty());
+    out = h.advance(1);
+    CHECK(out.grants == std::vector<LockGrant>{{b, "L", "", out.index}});
+}
+
+TEST_CASE("a forced release of one shared holder leaves the others holding",
+          "[statemachine][locks][force]") {
+    Harness h;
+    SessionId a = h.open();
+    SessionId b = h.open();
+    Index ta = h.lock(a, "S", "", LockMode::kShared).token;
+    Index tb = h.lock(b, "S", "", LockMode::kShared).token;
+    CHECK(h.leader(ForceRelease{"S", a, ta}).response.code == ErrorCode::kOk);
+    std::optional<LockInfo> info = h.sm.describe_lock("S");
+    REQUIRE(info);
+    REQUIRE(info->holders.size() == 1);
+    CHECK(info->holders[0].session == b);
+    CHECK(info->holders[0].token == tb);
+}
+
 TEST_CASE("a wait that reaches its deadline ends without a grant and leaves nothing behind",
           "[statemachine][locks][time]") {
     Harness h;

@@ -116,6 +116,12 @@ inline std::vector<Command> sample_commands() {
     Command bootstrap;
     bootstrap.op = AuthBootstrap{password};
     out.push_back(bootstrap);
+    // An administrator takes session 42's hold of "jobs/a" (version 5, tag 17).
+    Command force;
+    force.seq = 15;
+    force.user = "alice";
+    force.op = ForceRelease{"jobs/a", 42, 1234};
+    out.push_back(force);
     return out;
 }
 

@@ -93,6 +93,45 @@ rl "${root[@]}" describe jobs/held | grep -q "session $session " || fail "root's
 rl "${root[@]}" release jobs/held --session "$session" >/dev/null || fail "root's release"
 echo "ok: another user's session refused; its owner (root) still served"
 
+# Another user's lock is taken away with admin on the lock (release --force), not its session.
+held=$(rl "${root[@]}" --output json acquire jobs/stuck --ttl 60s --no-wait) ||
+    fail "root's acquire of jobs/stuck: $held"
+session=$(grep -oE '"session":[0-9]+' <<<"$held" | cut -d: -f2)
+refused 'user "bob" lacks admin on lock "jobs/stuck"' "${bob[@]}" release jobs/stuck \
+    --session "$session" --force
+rl "${root[@]}" describe jobs/stuck | grep -q "session $session " ||
+    fail "a refused forced release released the lock"
+rl "${root[@]}" role add jobs-admin >/dev/null || fail "role add jobs-admin"
+rl "${root[@]}" role grant jobs-admin admin lock jobs/ >/dev/null || fail "role grant admin"
+rl "${root[@]}" user grant bob jobs-admin >/dev/null || fail "user grant jobs-admin"
+out=$(rl "${bob[@]}" release jobs/stuck --session "$session" --force) ||
+    fail "bob's forced release with admin on jobs/: $out"
+grep -qF "released jobs/stuck from session $session" <<<"$out" || fail "forced release said: $out"
+if rl "${root[@]}" describe jobs/stuck 2>/dev/null | grep -q "session $session "; then
+    fail "jobs/stuck is still held after the forced release"
+fi
+rl "${root[@]}" session list | grep -qE "^$session " || fail "the forced release ended the session"
+echo "ok: a forced release needs admin on the lock; with it, the holder's session lives on"
+# A holder still at work hears of it: `lock -- CMD` stops its command and exits 4.
+rl "${root[@]}" lock jobs/run --ttl 60s -- sleep 60 >"$work/lock.out" 2>&1 &
+lock_pid=$!
+for _ in $(seq 100); do
+    rl "${root[@]}" describe jobs/run 2>/dev/null | grep -q "session " && break
+    sleep 0.1
+done
+info=$(rl "${root[@]}" --output json describe jobs/run) || fail "describe jobs/run: $info"
+run_session=$(grep -oE '"session":[0-9]+' <<<"$info" | head -n 1 | cut -d: -f2)
+[ -n "$run_session" ] || fail "jobs/run was never held: $info"
+rl "${bob[@]}" release jobs/run --session "$run_session" --force >/dev/null ||
+    fail "bob's forced release of jobs/run"
+status=0
+timeout 10 tail --pid="$lock_pid" -f /dev/null || fail "lock -- sleep 60 kept running"
+wait "$lock_pid" || status=$?
+[ "$status" = 4 ] || fail "lock -- sleep 60 exited $status, not 4: $(cat "$work/lock.out")"
+grep -qF "taken away by an administrator" "$work/lock.out" ||
+    fail "lock's message: $(cat "$work/lock.out")"
+echo "ok: raftlock lock stopped its command when its hold was taken (exit 4)"
+
 # A user changes its own password; the old one stops working.
 printf 'bob-new\n' >"$work/bob-new.pw"
 rl "${bob[@]}" user passwd bob --new-password-file "$work/bob-new.pw" >/dev/null ||
