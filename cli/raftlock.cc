@@ -475,8 +475,8 @@ int force_release(const Context& ctx, Client& client, const client::Lease& lease
               {"token", lease.token},
               {"hold_count", 0},
               {"forced", true}},
-         fmt::format("released {} from session {} (token {}), forced: the holder was not asked, "
-                     "and the lock's lock-delay applies\n",
+         fmt::format("released {} from session {} (token {}), forced: the holder was told, and "
+                     "the lock's lock-delay, if it has one, runs before the next grant\n",
                      lease.name, lease.session, lease.token));
     return kExitOk;
 }
@@ -1171,7 +1171,7 @@ void add_lock_commands(CLI::App& app, Command& run) {
     cmd->add_option("--owner", release.owner, "owner tag (default: the session's hold's)");
     cmd->add_flag("--force", release.force,
                   "take the hold away without its session, every count at once (needs admin "
-                  "on the lock; the lock-delay applies)");
+                  "on the lock; its lock-delay applies)");
     cmd->callback([&run] { run = [](const Context& ctx) { return cmd_release(ctx, release); }; });
 }
 
