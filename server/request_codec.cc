@@ -240,11 +240,7 @@ Result<sm::Command, std::string> to_command(const proto::Request& request, uint6
     }
     sm::Command c;
     c.op = std::move(op).value();
-    if (std::holds_alternative<sm::OpenSession>(c.op) ||
-        std::holds_alternative<sm::UserChange>(c.op) ||
-        std::holds_alternative<sm::RoleChange>(c.op) ||
-        std::holds_alternative<sm::AuthEnable>(c.op) ||
-        std::holds_alternative<sm::ForceRelease>(c.op)) {
+    if (sm::carries_nonce(c.op)) {
         c.seq = open_nonce;  // session-less: the reply finds its request by this nonce
     } else {
         if (request.session_id() == 0 || request.seq() == 0 || request.ack_seq() >= request.seq()) {

@@ -27,8 +27,8 @@ enum class RequestKind : uint8_t {
 RequestKind kind_of(const proto::Request& request);
 
 // A write request as a Command with time_ms = 0 (the leader stamps it). Session writes carry the
-// request's (session_id, seq, ack_seq, fence); OpenSession, ForceRelease and the user, role and
-// auth changes (session-less) get seq = `open_nonce`. Not for
+// request's (session_id, seq, ack_seq, fence); the session-less ops (statemachine::carries_nonce:
+// OpenSession, ForceRelease, the user, role and auth changes) get seq = `open_nonce`. Not for
 // attach_session (its first seq is the server's choice: Replica::submit_attach). An error says
 // which field is wrong, in words for the client ("acquire: wait_ms -5 is out of range").
 Result<statemachine::Command, std::string> to_command(const proto::Request& request,

@@ -112,15 +112,6 @@ bool needs_session(const Op& op) {
            !std::holds_alternative<ForceRelease>(op);
 }
 
-// Which session-less ops carry the proposing server's nonce as their seq (echoed in
-// ApplyResult::seq so the server can match the entry to its waiting request; never deduplicated).
-bool carries_nonce(const Op& op) {
-    return std::holds_alternative<OpenSession>(op) || std::holds_alternative<SqlCancel>(op) ||
-           std::holds_alternative<AttachSession>(op) || std::holds_alternative<UserChange>(op) ||
-           std::holds_alternative<RoleChange>(op) || std::holds_alternative<AuthEnable>(op) ||
-           std::holds_alternative<ForceRelease>(op);
-}
-
 bool valid_user_change(const UserChange& o) {
     if (!valid_auth_name(o.name) || !valid_credentials(o.credentials)) {
         return false;
@@ -229,6 +220,13 @@ bool valid_path(std::string_view path) {
         start = end + 1;
     }
     return true;
+}
+
+bool carries_nonce(const Op& op) {
+    return std::holds_alternative<OpenSession>(op) || std::holds_alternative<SqlCancel>(op) ||
+           std::holds_alternative<AttachSession>(op) || std::holds_alternative<UserChange>(op) ||
+           std::holds_alternative<RoleChange>(op) || std::holds_alternative<AuthEnable>(op) ||
+           std::holds_alternative<ForceRelease>(op);
 }
 
 bool leader_only(const Op& op) {

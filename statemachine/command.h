@@ -296,6 +296,9 @@ struct Command {
 
 std::string to_string(const Command& command);
 
+// Session-less ops that carry the proposing server's nonce as their seq (echoed in
+// ApplyResult::seq so the server can match the entry to its waiting request; never deduplicated).
+bool carries_nonce(const Op& op);
 // Ops only a leader originates (ExpireSession, Noop, AuthBootstrap): they carry no user, and a node
 // refuses them from a client or a forwarding peer before they reach a log.
 bool leader_only(const Op& op);
