@@ -397,6 +397,31 @@ void encode_resp(const Value& value, int protocol, std::string& out) {
         case Value::Kind::kPush:
             append_header(protocol == 2 ? '*' : '>', value.items.size(), out);
             break;
+        case Value::Kind::kDouble:
+            if (protocol == 2) {
+                append_header('$', value.text.size(), out);
+                out.append(value.text);
+                out.append("\r\n");
+            } else {
+                append_line(',', value.text, out);
+            }
+            return;
+        case Value::Kind::kSet:
+            append_header(protocol == 2 ? '*' : '~', value.items.size(), out);
+            break;
+        case Value::Kind::kPairs:
+            RL_ASSERT_MSG(value.items.size() % 2 == 0, "pairs alternate member, score");
+            if (protocol == 2) {
+                append_header('*', value.items.size(), out);
+                break;
+            }
+            append_header('*', value.items.size() / 2, out);
+            for (size_t i = 0; i < value.items.size(); i += 2) {
+                append_header('*', 2, out);
+                encode_resp(value.items[i], protocol, out);
+                encode_resp(value.items[i + 1], protocol, out);
+            }
+            return;
         default:
             RL_PANIC("encode_resp: a Value of an unknown kind");
     }
@@ -519,8 +544,10 @@ RespParse ReplyReader::read_aggregate(char type,
     }
     switch (type) {
         case '*':
-        case '~':
             out = Value::array(std::move(values));
+            return RespParse::kCommand;
+        case '~':
+            out = Value::set(std::move(values));
             return RespParse::kCommand;
         case '>':
             out = Value::push(std::move(values));
@@ -575,6 +602,8 @@ RespParse ReplyReader::read(Value& out, size_t depth) {
             out = Value::integer_of(line == "t" ? 1 : 0);
             return RespParse::kCommand;
         case ',':
+            out = Value{Value::Kind::kDouble, 0, std::string(line), {}};
+            return RespParse::kCommand;
         case '(':
             out = Value::bulk(std::string(line));
             return RespParse::kCommand;

@@ -2,9 +2,9 @@
 
 // The binary form of commands on the Raft log, and of replies inside snapshots.
 //
-// Command format, version 5 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
+// Command format, version 6 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
 // length then the bytes):
-//   u8 version=5 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
+//   u8 version=6 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
 //   | u8 has_caller [count, (scheme, id)*] | user | u8 op tag (OpTag) | op fields in declaration
 //   order (command.h)
 // A Multi is a count then, per sub-op, a u8 tag (MultiOpTag) and its fields. An ACL is a count
@@ -15,7 +15,12 @@
 // prefix).
 //
 // Older versions still decode, so that logs written by earlier servers replay; encoding always
-// writes version 5. Version 4 (until 2026-11-29) has version 5's layout; what differs is how a
+// writes version 6. Version 5 (until 2026-11-30) has version 6's layout; what differs is the set
+// of Redis commands a RedisCommand may run (redis::CommandSpec::since_format): lists, sets and
+// sorted sets are unknown commands in a version 5 entry, as they were to the servers that applied
+// it, and a server from before version 6 stops at the first version 6 entry instead of answering
+// them "unknown command" while its peers apply them. Version 4 (until 2026-11-29) has version 5's
+// layout; what differs is how a
 // session's request applies (StateMachine::apply_session_request): from version 5 a seq more
 // than kSeqAheadMax beyond the session's highest is refused and not remembered, where version 4
 // remembered it (and let its ack_seq discard every reply below). ForceRelease (tag 17) came later
@@ -39,15 +44,20 @@
 #include "base/result.h"
 #include "statemachine/command.h"
 #include "statemachine/output.h"
+#include "statemachine/redis/commands.h"
 
 namespace raftlock::statemachine {
 
-inline constexpr uint8_t kCommandFormatVersionV5 = 5;  // a seq far ahead is refused (above)
-inline constexpr uint8_t kCommandFormatVersion = kCommandFormatVersionV5;
+inline constexpr uint8_t kCommandFormatVersionV6 = 6;  // Redis lists, sets and sorted sets
+inline constexpr uint8_t kCommandFormatVersion = kCommandFormatVersionV6;
+inline constexpr uint8_t kCommandFormatVersionV5 = 5;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV4 = 4;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV3 = 3;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV2 = 2;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV1 = 1;  // decoded, never written
+
+static_assert(redis::kRedisFormatCollections == kCommandFormatVersionV6);
+static_assert(redis::kRedisFormatNewest == kCommandFormatVersion);
 
 // The op tags of version 2 on: numbers on disk, never reused or renumbered. Lock service ops in
 // 1..31, Redis commands in 32..47, SQL in 48..63, users and permissions in 64..79.

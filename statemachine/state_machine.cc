@@ -41,6 +41,7 @@ ApplyResult StateMachine::apply_command(Index index, const Command& command, uin
     RL_ASSERT(format >= kCommandFormatVersionV1 && format <= kCommandFormatVersion);
     RL_ASSERT(index > last_applied_);
     last_applied_ = index;
+    format_ = format;
     ApplyResult out;
     out.index = index;
     out.client_id = command.client_id;
@@ -229,7 +230,8 @@ Response StateMachine::dispatch(SessionId session,
                     response.redis = keyspace_.apply(op.argv, now_ms_,
                                                      op.script_instructions_max != 0
                                                          ? op.script_instructions_max
-                                                         : kScriptInstructionsUnstamped);
+                                                         : kScriptInstructionsUnstamped,
+                                                     format_);
                 }
             }
             return response;

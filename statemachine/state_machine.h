@@ -354,6 +354,9 @@ private:
 
     Config config_;
     Index last_applied_ = 0;
+    // The command format of the entry being applied (apply_command sets it): what a Redis command
+    // may run depends on it (redis::CommandSpec::since_format).
+    uint8_t format_ = kCommandFormatVersion;
     TimeMs now_ms_ = 0;
     Index last_token_ = 0;  // the newest token granted (tokens only grow)
     std::map<std::string, Node, std::less<>> nodes_;

@@ -14,6 +14,7 @@
 #include "base/assert.h"
 #include "base/digest.h"
 #include "statemachine/redis/glob.h"
+#include "statemachine/redis/handlers.h"
 #include "statemachine/redis/keyspace.h"
 #include "statemachine/redis/lua_script.h"
 
@@ -79,6 +80,15 @@ constexpr std::array kCommands = {
     CommandSpec{"incrby", 3, W},
     CommandSpec{"info", -1, C, false},
     CommandSpec{"keys", 2, R},
+    CommandSpec{"lindex", 3, R, true, kRedisFormatCollections},
+    CommandSpec{"llen", 2, R, true, kRedisFormatCollections},
+    CommandSpec{"lpop", -2, W, true, kRedisFormatCollections},
+    CommandSpec{"lpush", -3, W, true, kRedisFormatCollections},
+    CommandSpec{"lpushx", -3, W, true, kRedisFormatCollections},
+    CommandSpec{"lrange", 4, R, true, kRedisFormatCollections},
+    CommandSpec{"lrem", 4, W, true, kRedisFormatCollections},
+    CommandSpec{"lset", 4, W, true, kRedisFormatCollections},
+    CommandSpec{"ltrim", 4, W, true, kRedisFormatCollections},
     CommandSpec{"mget", -2, R},
     CommandSpec{"mset", -3, W},
     CommandSpec{"persist", 2, W},
@@ -87,20 +97,63 @@ constexpr std::array kCommands = {
     CommandSpec{"ping", -1, C, false},
     CommandSpec{"pttl", 2, R},
     CommandSpec{"quit", -1, C, false},
+    CommandSpec{"rpop", -2, W, true, kRedisFormatCollections},
+    CommandSpec{"rpush", -3, W, true, kRedisFormatCollections},
+    CommandSpec{"rpushx", -3, W, true, kRedisFormatCollections},
+    CommandSpec{"sadd", -3, W, true, kRedisFormatCollections},
     CommandSpec{"scan", -2, R},
+    CommandSpec{"scard", 2, R, true, kRedisFormatCollections},
     CommandSpec{"script", -2, W, false},
     CommandSpec{"select", 2, C, false},
     CommandSpec{"set", -3, W},
     CommandSpec{"setnx", 3, W},
+    CommandSpec{"sismember", 3, R, true, kRedisFormatCollections},
+    CommandSpec{"smembers", 2, R, true, kRedisFormatCollections},
+    CommandSpec{"smismember", -3, R, true, kRedisFormatCollections},
+    CommandSpec{"srem", -3, W, true, kRedisFormatCollections},
     CommandSpec{"strlen", 2, R},
     CommandSpec{"ttl", 2, R},
     CommandSpec{"type", 2, R},
     CommandSpec{"unlink", -2, W},
+    CommandSpec{"zadd", -4, W, true, kRedisFormatCollections},
+    CommandSpec{"zcard", 2, R, true, kRedisFormatCollections},
+    CommandSpec{"zcount", 4, R, true, kRedisFormatCollections},
+    CommandSpec{"zincrby", 4, W, true, kRedisFormatCollections},
+    CommandSpec{"zrange", -4, R, true, kRedisFormatCollections},
+    CommandSpec{"zrangebyscore", -4, R, true, kRedisFormatCollections},
+    CommandSpec{"zrank", 3, R, true, kRedisFormatCollections},
+    CommandSpec{"zrem", -3, W, true, kRedisFormatCollections},
+    CommandSpec{"zremrangebyscore", 4, W, true, kRedisFormatCollections},
+    CommandSpec{"zrevrange", -4, R, true, kRedisFormatCollections},
+    CommandSpec{"zrevrangebyscore", -4, R, true, kRedisFormatCollections},
+    CommandSpec{"zrevrank", 3, R, true, kRedisFormatCollections},
+    CommandSpec{"zscore", 3, R, true, kRedisFormatCollections},
 };
 
 bool arity_ok(int arity, size_t argc) {
     return arity >= 0 ? argc == static_cast<size_t>(arity) : argc >= static_cast<size_t>(-arity);
 }
+
+// Relative or absolute expire arguments to an absolute deadline in ms, or nullopt on overflow or a
+// non-positive relative time (Redis: "invalid expire time").
+std::optional<TimeMs> deadline(int64_t amount, bool seconds, bool absolute, TimeMs now) {
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    if (seconds) {
+        if (amount > kMax / 1000 || amount < -kMax / 1000) {
+            return std::nullopt;
+        }
+        amount *= 1000;
+    }
+    if (absolute) {
+        return amount;
+    }
+    if ((amount > 0 && now > kMax - amount) || (amount < 0 && now < -kMax - amount)) {
+        return std::nullopt;
+    }
+    return now + amount;
+}
+
+}  // namespace
 
 bool iequals(std::string_view a, std::string_view b) {
     return a.size() == b.size() && lower(a) == lower(b);
@@ -142,45 +195,24 @@ Value bulks(std::vector<std::string> items) {
     return Value::array(std::move(out));
 }
 
-// Relative or absolute expire arguments to an absolute deadline in ms, or nullopt on overflow or a
-// non-positive relative time (Redis: "invalid expire time").
-std::optional<TimeMs> deadline(int64_t amount, bool seconds, bool absolute, TimeMs now) {
-    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-    if (seconds) {
-        if (amount > kMax / 1000 || amount < -kMax / 1000) {
-            return std::nullopt;
-        }
-        amount *= 1000;
-    }
-    if (absolute) {
-        return amount;
-    }
-    if ((amount > 0 && now > kMax - amount) || (amount < 0 && now < -kMax - amount)) {
-        return std::nullopt;
-    }
-    return now + amount;
-}
-
-}  // namespace
-
 std::span<const CommandSpec> all_commands() {
     return kCommands;
 }
 
-const CommandSpec* find_command(std::string_view name) {
+const CommandSpec* find_command(std::string_view name, uint8_t format) {
     const std::string key = lower(name);
     auto it =
         std::lower_bound(kCommands.begin(), kCommands.end(), key,
                          [](const CommandSpec& c, const std::string& k) { return c.name < k; });
-    if (it == kCommands.end() || it->name != key) {
+    if (it == kCommands.end() || it->name != key || it->since_format > format) {
         return nullptr;
     }
     return &*it;
 }
 
-std::optional<Value> precheck(const Argv& argv) {
+std::optional<Value> precheck(const Argv& argv, uint8_t format) {
     RL_ASSERT(!argv.empty());
-    const CommandSpec* spec = find_command(argv[0]);
+    const CommandSpec* spec = find_command(argv[0], format);
     if (spec == nullptr) {
         std::string args;
         for (size_t i = 1; i < argv.size() && args.size() < 128; ++i) {
@@ -216,124 +248,6 @@ Route route_of(const Argv& argv) {
     }
     return spec->route;
 }
-
-// The handlers. Reads take a const keyspace; writes a mutable one.
-class Commands {
-public:
-    using Entry = Keyspace::Entry;
-    using Hash = Keyspace::Hash;
-
-    static Value read(const Keyspace& ks, const Argv& a, TimeMs now);
-    static Value write(Keyspace& ks, const Argv& a, TimeMs now, int depth);
-
-private:
-    static const Entry* find(const Keyspace& ks, std::string_view name, TimeMs now) {
-        auto it = ks.keys_.find(Keyspace::KeyName{key_hash(name), std::string(name)});
-        if (it == ks.keys_.end() ||
-            (it->second.expire_at_ms != 0 && it->second.expire_at_ms <= now)) {
-            return nullptr;
-        }
-        return &it->second;
-    }
-    static Entry* find(Keyspace& ks, std::string_view name, TimeMs now) {
-        return const_cast<Entry*>(find(std::as_const(ks), name, now));
-    }
-    static Keyspace::KeyName key_of(std::string_view name) {
-        return Keyspace::KeyName{key_hash(name), std::string(name)};
-    }
-    static bool erase(Keyspace& ks, std::string_view name) {
-        auto it = ks.keys_.find(key_of(name));
-        if (it == ks.keys_.end()) {
-            return false;
-        }
-        if (it->second.expire_at_ms != 0) {
-            ks.expiry_.erase({it->second.expire_at_ms, it->first});
-        }
-        ks.keys_.erase(it);
-        return true;
-    }
-    // Sets the deadline (0: none) of an existing key; a deadline <= now deletes it.
-    static void set_expiry(Keyspace& ks, std::string_view name, TimeMs at, TimeMs now) {
-        auto it = ks.keys_.find(key_of(name));
-        RL_ASSERT(it != ks.keys_.end());
-        if (at != 0 && at <= now) {
-            erase(ks, name);
-            return;
-        }
-        if (it->second.expire_at_ms != 0) {
-            ks.expiry_.erase({it->second.expire_at_ms, it->first});
-        }
-        it->second.expire_at_ms = at;
-        if (at != 0) {
-            ks.expiry_.emplace(at, it->first);
-        }
-    }
-    // Stores a string, keeping the old deadline when keep_ttl, else setting `at` (0: none).
-    static void put_string(Keyspace& ks,
-                           std::string_view name,
-                           std::string value,
-                           TimeMs at,
-                           bool keep_ttl,
-                           TimeMs now) {
-        auto [it, inserted] = ks.keys_.try_emplace(key_of(name));
-        it->second.value = std::move(value);
-        if (!keep_ttl || inserted) {
-            set_expiry(ks, name, at, now);
-        }
-    }
-    // The hash at `name`, created empty when missing; nullptr when the key holds another type.
-    // A new hash must get a field before the command ends (an empty hash is not kept).
-    static Hash* hash_for_write(Keyspace& ks, std::string_view name, TimeMs now) {
-        Entry* e = find(ks, name, now);
-        if (e == nullptr) {
-            e = &ks.keys_.try_emplace(key_of(name)).first->second;
-            e->value = Hash{};
-        }
-        return std::get_if<Hash>(&e->value);
-    }
-    static const std::string* as_string(const Entry* e) {
-        return e == nullptr ? nullptr : std::get_if<std::string>(&e->value);
-    }
-    static bool wrong_type_string(const Entry* e) {
-        return e != nullptr && !std::holds_alternative<std::string>(e->value);
-    }
-    static bool wrong_type_hash(const Entry* e) {
-        return e != nullptr && !std::holds_alternative<Hash>(e->value);
-    }
-
-    // Reads.
-    static Value get(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
-    static Value mget(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
-    static Value strlen(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
-    static Value exists(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
-    static Value ttl(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view name);
-    static Value type(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
-    static Value keys(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
-    static Value scan(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);
-    static Value hash_read(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view name);
-    static Value script_exists(const Keyspace& ks, const Argv& a, TimeMs, std::string_view);
-    static Value dbsize(const Keyspace& ks, const Argv&, TimeMs, std::string_view);
-
-    // Writes.
-    static Value set(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
-    static Value setnx(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
-    static Value getset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
-    static Value getdel(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
-    static Value mset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
-    static Value incr_by(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int);
-    static Value append(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
-    static Value del(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
-    static Value delex(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
-    static Value expire(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int);
-    static Value persist(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
-    static Value flush(Keyspace& ks, const Argv& a, TimeMs, std::string_view, int);
-    static Value hset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int);
-    static Value hsetnx(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
-    static Value hdel(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
-    static Value hincrby(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
-    static Value script(Keyspace& ks, const Argv& a, TimeMs, std::string_view, int);
-    static Value eval(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int depth);
-};
 
 // --- reads --------------------------------------------------------------------------------------
 
@@ -389,7 +303,14 @@ Value Commands::type(const Keyspace& ks, const Argv& a, TimeMs now, std::string_
     if (e == nullptr) {
         return Value::simple("none");
     }
-    return Value::simple(std::holds_alternative<std::string>(e->value) ? "string" : "hash");
+    return Value::simple(std::string(type_name(*e)));
+}
+
+std::string_view Commands::type_name(const Entry& e) {
+    static constexpr std::array<std::string_view, 5> kNames = {"string", "hash", "list", "set",
+                                                               "zset"};
+    static_assert(std::variant_size_v<decltype(e.value)> == kNames.size());
+    return kNames[e.value.index()];
 }
 
 Value Commands::keys(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view) {
@@ -409,7 +330,7 @@ Value Commands::scan(const Keyspace& ks, const Argv& a, TimeMs now, std::string_
         return err("ERR invalid cursor");
     }
     std::optional<std::string_view> pattern;
-    std::optional<std::string_view> type_name;
+    std::optional<std::string_view> type_filter;
     int64_t count = 10;
     for (size_t i = 2; i < a.size(); i += 2) {
         if (i + 1 >= a.size()) {
@@ -428,7 +349,7 @@ Value Commands::scan(const Keyspace& ks, const Argv& a, TimeMs now, std::string_
             }
             count = *n;
         } else if (opt == "type") {
-            type_name = a[i + 1];
+            type_filter = a[i + 1];
         } else {
             return err(kSyntaxError);
         }
@@ -447,11 +368,8 @@ Value Commands::scan(const Keyspace& ks, const Argv& a, TimeMs now, std::string_
         if (pattern && !glob_match(*pattern, it->first.name)) {
             continue;
         }
-        if (type_name) {
-            const bool is_string = std::holds_alternative<std::string>(e.value);
-            if (lower(*type_name) != (is_string ? "string" : "hash")) {
-                continue;
-            }
+        if (type_filter && lower(*type_filter) != Commands::type_name(e)) {
+            continue;
         }
         out.push_back(it->first.name);
     }
@@ -511,12 +429,41 @@ Value Commands::dbsize(const Keyspace& ks, const Argv&, TimeMs, std::string_view
 Value Commands::read(const Keyspace& ks, const Argv& a, TimeMs now) {
     using Handler = Value (*)(const Keyspace&, const Argv&, TimeMs, std::string_view);
     static const std::map<std::string_view, Handler> kHandlers = {
-        {"dbsize", dbsize},     {"exists", exists},  {"get", get},
-        {"hexists", hash_read}, {"hget", hash_read}, {"hgetall", hash_read},
-        {"hkeys", hash_read},   {"hlen", hash_read}, {"hmget", hash_read},
-        {"hvals", hash_read},   {"keys", keys},      {"mget", mget},
-        {"pttl", ttl},          {"scan", scan},      {"script", script_exists},
-        {"strlen", strlen},     {"ttl", ttl},        {"type", type},
+        {"dbsize", dbsize},
+        {"exists", exists},
+        {"get", get},
+        {"hexists", hash_read},
+        {"hget", hash_read},
+        {"hgetall", hash_read},
+        {"hkeys", hash_read},
+        {"hlen", hash_read},
+        {"hmget", hash_read},
+        {"hvals", hash_read},
+        {"keys", keys},
+        {"mget", mget},
+        {"pttl", ttl},
+        {"scan", scan},
+        {"script", script_exists},
+        {"strlen", strlen},
+        {"ttl", ttl},
+        {"type", type},
+        // Lists, sets and sorted sets (lists.cc, sets.cc, zsets.cc).
+        {"lindex", list_read},
+        {"llen", list_read},
+        {"lrange", list_read},
+        {"scard", set_read},
+        {"sismember", set_read},
+        {"smembers", set_read},
+        {"smismember", set_read},
+        {"zcard", zset_read},
+        {"zcount", zset_read},
+        {"zrange", zrange},
+        {"zrangebyscore", zrange},
+        {"zrank", zset_read},
+        {"zrevrange", zrange},
+        {"zrevrangebyscore", zrange},
+        {"zrevrank", zset_read},
+        {"zscore", zset_read},
     };
     const std::string name = lower(a[0]);
     auto it = kHandlers.find(name);
@@ -939,7 +886,7 @@ Value Commands::eval(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
         if (argv.empty()) {
             return err("ERR Please specify at least one argument for this redis lib call");
         }
-        const CommandSpec* spec = find_command(argv[0]);
+        const CommandSpec* spec = find_command(argv[0], ks.format_);
         if (spec == nullptr) {
             return err("ERR Unknown Redis command called from script");
         }
@@ -959,14 +906,51 @@ Value Commands::eval(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
 Value Commands::write(Keyspace& ks, const Argv& a, TimeMs now, int depth) {
     using Handler = Value (*)(Keyspace&, const Argv&, TimeMs, std::string_view, int);
     static const std::map<std::string_view, Handler> kHandlers = {
-        {"append", append},    {"decr", incr_by},    {"decrby", incr_by},  {"del", del},
-        {"delex", delex},      {"delifeq", delex},   {"eval", eval},       {"evalsha", eval},
-        {"expire", expire},    {"expireat", expire}, {"flushall", flush},  {"flushdb", flush},
-        {"getdel", getdel},    {"getset", getset},   {"hdel", hdel},       {"hincrby", hincrby},
-        {"hmset", hset},       {"hset", hset},       {"hsetnx", hsetnx},   {"incr", incr_by},
-        {"incrby", incr_by},   {"mset", mset},       {"persist", persist}, {"pexpire", expire},
-        {"pexpireat", expire}, {"script", script},   {"set", set},         {"setnx", setnx},
+        {"append", append},
+        {"decr", incr_by},
+        {"decrby", incr_by},
+        {"del", del},
+        {"delex", delex},
+        {"delifeq", delex},
+        {"eval", eval},
+        {"evalsha", eval},
+        {"expire", expire},
+        {"expireat", expire},
+        {"flushall", flush},
+        {"flushdb", flush},
+        {"getdel", getdel},
+        {"getset", getset},
+        {"hdel", hdel},
+        {"hincrby", hincrby},
+        {"hmset", hset},
+        {"hset", hset},
+        {"hsetnx", hsetnx},
+        {"incr", incr_by},
+        {"incrby", incr_by},
+        {"mset", mset},
+        {"persist", persist},
+        {"pexpire", expire},
+        {"pexpireat", expire},
+        {"script", script},
+        {"set", set},
+        {"setnx", setnx},
         {"unlink", del},
+        // Lists, sets and sorted sets (lists.cc, sets.cc, zsets.cc).
+        {"lpop", pop},
+        {"lpush", push},
+        {"lpushx", push},
+        {"lrem", lrem},
+        {"lset", lset},
+        {"ltrim", ltrim},
+        {"rpop", pop},
+        {"rpush", push},
+        {"rpushx", push},
+        {"sadd", sadd},
+        {"srem", srem},
+        {"zadd", zadd},
+        {"zincrby", zadd},
+        {"zrem", zrem},
+        {"zremrangebyscore", zremrangebyscore},
     };
     RL_ASSERT(depth <= 1);
     if (route_of(a) == Route::kRead) {
@@ -978,13 +962,18 @@ Value Commands::write(Keyspace& ks, const Argv& a, TimeMs now, int depth) {
     return it->second(ks, a, now, name, depth);
 }
 
-Value Keyspace::apply(const Argv& argv, TimeMs now_ms, uint64_t script_instructions_max) {
+Value Keyspace::apply(const Argv& argv,
+                      TimeMs now_ms,
+                      uint64_t script_instructions_max,
+                      uint8_t format) {
     RL_ASSERT(script_instructions_max > 0);
+    RL_ASSERT(format >= 1 && format <= kRedisFormatNewest);
     script_instructions_max_ = script_instructions_max;
+    format_ = format;
     if (argv.empty()) {
         return Value::error("ERR empty command");
     }
-    if (std::optional<Value> rejected = precheck(argv)) {
+    if (std::optional<Value> rejected = precheck(argv, format)) {
         return std::move(*rejected);
     }
     if (route_of(argv) == Route::kConnection) {

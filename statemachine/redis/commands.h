@@ -12,6 +12,12 @@
 
 namespace raftlock::statemachine::redis {
 
+// The command formats (statemachine/codec.h) that changed the set of Redis commands: lists, sets
+// and sorted sets came with format 6. Kept here so that the keyspace does not depend on the codec;
+// codec.h pins them to its own constants.
+inline constexpr uint8_t kRedisFormatCollections = 6;
+inline constexpr uint8_t kRedisFormatNewest = kRedisFormatCollections;
+
 enum class Route : uint8_t {
     kRead = 0,    // served from the local keyspace after a ReadIndex round (linearizable)
     kWrite,       // replicated through the log as a RedisCommand
@@ -23,16 +29,20 @@ struct CommandSpec {
     int arity = 0;          // Redis's convention: n exactly, -n at least n (the name included)
     Route route = Route::kRead;
     bool scriptable = true;  // may run inside EVAL through redis.call
+    // The first command format (statemachine/codec.h) whose entries may carry it: in an entry of an
+    // earlier format the command is unknown, as it was to the servers that applied that entry.
+    uint8_t since_format = 1;
 };
 
 // Every command this mode serves, in name order.
 std::span<const CommandSpec> all_commands();
-// nullptr when Redis has no such command here. `name` in any case.
-const CommandSpec* find_command(std::string_view name);
+// nullptr when Redis has no such command here, or not in entries of command format `format`.
+// `name` in any case.
+const CommandSpec* find_command(std::string_view name, uint8_t format = kRedisFormatNewest);
 
 // The error Redis gives before running a command: unknown command, wrong number of arguments.
 // nullopt when argv may be dispatched.
-std::optional<Value> precheck(const Argv& argv);
+std::optional<Value> precheck(const Argv& argv, uint8_t format = kRedisFormatNewest);
 
 // Where argv goes: its command's route, refined by subcommand (SCRIPT EXISTS reads, SCRIPT LOAD
 // writes). argv must have passed precheck.

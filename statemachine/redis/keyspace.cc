@@ -3,6 +3,9 @@
 
 #include "statemachine/redis/keyspace.h"
 
+#include <bit>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "base/assert.h"
@@ -58,28 +61,45 @@ std::optional<TimeMs> Keyspace::next_expiry_ms() const {
     return expiry_.begin()->first;
 }
 
-// Snapshot section (statemachine/snapshot.cc, version 2):
-//   keys: name, u8 type (0 string, 1 hash), expire_at_ms, string | fields: (field, value)*
+// Snapshot section (statemachine/snapshot.cc, version 2; types 2-4 from version 6):
+//   keys: name, u8 type, expire_at_ms, then by type
+//     0 string: the bytes            1 hash: count, (field, value)*
+//     2 list: count, item*           3 set: count, member*
+//     4 sorted set: count, (member, fixed64 score bits)* in member order
 //   scripts: sha, body
 //   origins: origin, last_seq, last_index
 void Keyspace::write(Writer& w) const {
     w.varint(keys_.size());
     for (const auto& [key, entry] : keys_) {
         w.bytes(key.name);
-        if (const auto* s = std::get_if<std::string>(&entry.value)) {
-            w.u8(0);
-            w.svarint(entry.expire_at_ms);
-            w.bytes(*s);
-        } else {
-            const Hash& h = std::get<Hash>(entry.value);
-            w.u8(1);
-            w.svarint(entry.expire_at_ms);
-            w.varint(h.size());
-            for (const auto& [field, value] : h) {
-                w.bytes(field);
-                w.bytes(value);
-            }
-        }
+        w.u8(static_cast<uint8_t>(entry.value.index()));
+        w.svarint(entry.expire_at_ms);
+        std::visit(
+            [&w](const auto& value) {
+                using T = std::decay_t<decltype(value)>;
+                if constexpr (std::is_same_v<T, std::string>) {
+                    w.bytes(value);
+                } else if constexpr (std::is_same_v<T, Hash>) {
+                    w.varint(value.size());
+                    for (const auto& [field, v] : value) {
+                        w.bytes(field);
+                        w.bytes(v);
+                    }
+                } else if constexpr (std::is_same_v<T, List> || std::is_same_v<T, Set>) {
+                    w.varint(value.size());
+                    for (const std::string& item : value) {
+                        w.bytes(item);
+                    }
+                } else {
+                    static_assert(std::is_same_v<T, ZSet>);
+                    w.varint(value.size());
+                    for (const auto& [member, score] : value.scores) {
+                        w.bytes(member);
+                        w.fixed64(std::bit_cast<uint64_t>(score));
+                    }
+                }
+            },
+            entry.value);
     }
     w.varint(scripts_.size());
     for (const auto& [sha, body] : scripts_) {
@@ -108,7 +128,7 @@ uint64_t read_count(Reader& r) {
 
 }  // namespace
 
-bool Keyspace::read(Reader& r) {
+bool Keyspace::read(Reader& r, bool collections) {
     RL_ASSERT(keys_.empty() && scripts_.empty() && origins_.empty());
     for (uint64_t n = read_count(r); r.ok() && n > 0; --n) {
         std::string name = r.bytes(kValueBytesMax);
@@ -124,6 +144,29 @@ bool Keyspace::read(Reader& r) {
                 h[std::move(field)] = r.bytes(kValueBytesMax);
             }
             entry.value = std::move(h);
+        } else if (type == 2 && collections) {
+            List list;
+            for (uint64_t i = read_count(r); r.ok() && i > 0; --i) {
+                list.push_back(r.bytes(kValueBytesMax));
+            }
+            entry.value = std::move(list);
+        } else if (type == 3 && collections) {
+            Set set;
+            for (uint64_t i = read_count(r); r.ok() && i > 0; --i) {
+                set.insert(r.bytes(kValueBytesMax));
+            }
+            entry.value = std::move(set);
+        } else if (type == 4 && collections) {
+            ZSet z;
+            for (uint64_t i = read_count(r); r.ok() && i > 0; --i) {
+                std::string member = r.bytes(kValueBytesMax);
+                const double score = std::bit_cast<double>(r.fixed64());
+                if (std::isnan(score) || !z.scores.emplace(member, score).second) {
+                    return false;
+                }
+                z.order.emplace(score, std::move(member));
+            }
+            entry.value = std::move(z);
         } else {
             return false;
         }
@@ -164,8 +207,32 @@ std::string Keyspace::check_invariants() const {
                 return fmt::format("redis key '{}' has a TTL missing from the index", key.name);
             }
         }
-        if (const auto* h = std::get_if<Hash>(&entry.value); h && h->empty()) {
-            return fmt::format("redis hash '{}' has no fields (it should be deleted)", key.name);
+        const bool empty = std::visit(
+            [](const auto& v) {
+                if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) {
+                    return false;
+                } else {
+                    return v.empty();
+                }
+            },
+            entry.value);
+        if (empty) {
+            return fmt::format("redis key '{}' holds an empty collection (it should be deleted)",
+                               key.name);
+        }
+        if (const auto* z = std::get_if<ZSet>(&entry.value)) {
+            if (z->order.size() != z->scores.size()) {
+                return fmt::format("redis sorted set '{}' has {} members but {} in score order",
+                                   key.name, z->scores.size(), z->order.size());
+            }
+            for (const auto& [score, member] : z->order) {
+                auto it = z->scores.find(member);
+                if (it == z->scores.end() ||
+                    std::bit_cast<uint64_t>(it->second) != std::bit_cast<uint64_t>(score)) {
+                    return fmt::format("redis sorted set '{}' orders '{}' by a stale score",
+                                       key.name, member);
+                }
+            }
         }
     }
     if (with_ttl != expiry_.size()) {

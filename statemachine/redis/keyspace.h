@@ -2,9 +2,9 @@
 
 // The Redis keyspace: the state machine's Redis module (DESIGN.md §4 "Modes", docs/redis-mode.md).
 //
-// Strings and hashes with TTLs, the script cache, and the at-most-once table of the servers that
-// submit Redis writes. Pure and deterministic like the rest of the state machine: time is cluster
-// time, passed in; every container is ordered.
+// Strings, hashes, lists, sets and sorted sets with TTLs, the script cache, and the at-most-once
+// table of the servers that submit Redis writes. Pure and deterministic like the rest of the state
+// machine: time is cluster time, passed in; every container is ordered.
 //
 // - Expiry: a key whose deadline is <= now is gone. expire_until(now), which the state machine
 //   calls before every entry, deletes such keys (so no read or write ever sees one), and
@@ -19,6 +19,7 @@
 //   writes to a new leader (Raft thesis §6.3, with the server as the client).
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -43,8 +44,10 @@ inline constexpr size_t kScriptCallBytesMax = 16u << 20;
 class Keyspace final {
 public:
     // Applies one replicated command at cluster time `now_ms` (writes and reads alike); a script
-    // it runs (EVAL, EVALSHA) stops after `script_instructions_max` instructions.
-    Value apply(const Argv& argv, TimeMs now_ms, uint64_t script_instructions_max);
+    // it runs (EVAL, EVALSHA) stops after `script_instructions_max` instructions. `format` is the
+    // command format of the entry that carries it: a command added in a later format is unknown
+    // there, as it was to the servers that wrote and applied that entry.
+    Value apply(const Argv& argv, TimeMs now_ms, uint64_t script_instructions_max, uint8_t format);
     // A read-only command (Route::kRead) against the current state, served after ReadIndex.
     Value query(const Argv& argv, TimeMs now_ms) const;
 
@@ -59,8 +62,9 @@ public:
     size_t script_count() const { return scripts_.size(); }
 
     void write(Writer& w) const;
-    // Replaces nothing on failure: reads into *this, which the caller created empty.
-    bool read(Reader& r);
+    // Replaces nothing on failure: reads into *this, which the caller created empty. Lists, sets
+    // and sorted sets only when `collections` (snapshot version 6 on).
+    bool read(Reader& r, bool collections);
     // Empty when the expiry index matches the keys and every limit holds.
     std::string check_invariants() const;
 
@@ -70,8 +74,19 @@ public:
         auto operator<=>(const KeyName&) const = default;
     };
     using Hash = std::map<std::string, std::string>;
+    using List = std::deque<std::string>;
+    using Set = std::set<std::string>;
+    // A sorted set: each member's score, and the members in Redis's order (by score, then by the
+    // member's bytes). Scores are never NaN.
+    struct ZSet {
+        using Order = std::set<std::pair<double, std::string>>;
+        std::map<std::string, double> scores;
+        Order order;
+        bool empty() const { return scores.empty(); }
+        size_t size() const { return scores.size(); }
+    };
     struct Entry {
-        std::variant<std::string, Hash> value;
+        std::variant<std::string, Hash, List, Set, ZSet> value;
         TimeMs expire_at_ms = 0;  // 0: no TTL
     };
     struct Origin {
@@ -86,8 +101,10 @@ private:
     std::set<std::pair<TimeMs, KeyName>> expiry_;  // (deadline, key) of every key with a TTL
     std::map<std::string, std::string> scripts_;   // sha1 hex -> body
     std::map<uint64_t, Origin> origins_;
-    // The budget of the script the entry being applied runs (set by apply for its duration).
+    // The budget of the script the entry being applied runs, and the entry's command format (set
+    // by apply for its duration).
     uint64_t script_instructions_max_ = 0;
+    uint8_t format_ = 0;
 };
 
 // The key order's hash: 64-bit FNV-1a (stable across builds and machines).

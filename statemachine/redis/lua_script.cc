@@ -505,7 +505,8 @@ std::string single_line(std::string_view text) {
 // redis.call and its relatives.
 
 // Converts a reply to Lua as Redis does for a RESP2 script: integer -> number, bulk -> string,
-// null -> false, array (and map, push, flattened) -> table, status -> {ok=}, error -> {err=}.
+// null -> false, double -> string, array (and map, push, set, pairs, flattened) -> table, status ->
+// {ok=}, error -> {err=}.
 void push_reply(lua_State* L, const Value& reply, int depth) {
     if (depth > kReplyDepthMax || !lua_checkstack(L, 4)) {
         luaL_error(L, "reached lua stack limit");
@@ -529,11 +530,14 @@ void push_reply(lua_State* L, const Value& reply, int depth) {
             lua_pushnumber(L, static_cast<lua_Number>(reply.integer));
             return;
         case Value::Kind::kBulk:
+        case Value::Kind::kDouble:  // RESP2 has no doubles: a bulk string to a script
             lua_pushlstring(L, reply.text.data(), reply.text.size());
             return;
         case Value::Kind::kArray:
         case Value::Kind::kMap:
         case Value::Kind::kPush:
+        case Value::Kind::kSet:
+        case Value::Kind::kPairs:
             lua_createtable(L, static_cast<int>(std::min<size_t>(reply.items.size(), INT32_MAX)),
                             0);
             for (size_t i = 0; i < reply.items.size(); i++) {

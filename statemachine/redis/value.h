@@ -5,7 +5,10 @@
 // RESP2 or RESP3, whichever the connection chose with HELLO. Scripts (lua_script.h) convert to and
 // from it with Redis's rules.
 
+#include <array>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +26,9 @@ struct Value {
         kArray,      // "*n"
         kMap,        // RESP3 "%n" (items alternate key, value); RESP2 a flat array of 2n items
         kPush,       // RESP3 ">n" (pub/sub messages); RESP2 an array
+        kDouble,     // RESP3 ",1.5" (text holds the number as Redis 7.0 prints it); RESP2 a bulk
+        kSet,        // RESP3 "~n" (SMEMBERS); RESP2 an array
+        kPairs,      // RESP3 an array of n/2 arrays of two (ZRANGE WITHSCORES); RESP2 a flat array
     };
 
     Kind kind = Kind::kNull;
@@ -48,6 +54,23 @@ struct Value {
     }
     static Value push(std::vector<Value> items) {
         return Value{Kind::kPush, 0, {}, std::move(items)};
+    }
+    // A score or increment: "%.17g" as Redis 7.0's addReplyDouble writes it ("inf", "-inf").
+    static Value real(double d) { return Value{Kind::kDouble, 0, format_double(d), {}}; }
+    static Value set(std::vector<Value> items) {
+        return Value{Kind::kSet, 0, {}, std::move(items)};
+    }
+    // items alternate member, score.
+    static Value pairs(std::vector<Value> items) {
+        return Value{Kind::kPairs, 0, {}, std::move(items)};
+    }
+    static std::string format_double(double d) {
+        if (std::isinf(d)) {
+            return d > 0 ? "inf" : "-inf";
+        }
+        std::array<char, 32> text{};
+        const int size = std::snprintf(text.data(), text.size(), "%.17g", d);
+        return std::string(text.data(), static_cast<size_t>(size));
     }
 
     bool is_error() const { return kind == Kind::kError; }

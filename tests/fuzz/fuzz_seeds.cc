@@ -185,6 +185,13 @@ std::vector<std::string> keyspace_seeds() {
         "EVAL \"for i = 1, 3 do redis.call('set', KEYS[1] .. i, ARGV[1]) end return "
         "redis.call('keys', "
         "'*')\" 1 key val\r\nKEYS *\r\nTTL k\r\nFLUSHDB\r\n");
+    // Lists, sets and sorted sets (issue 22), with a script over a sorted set.
+    seeds.push_back(
+        "RPUSH l a b c a\r\nLPOP l 2\r\nLREM l -1 a\r\nLSET l 0 x\r\nLTRIM l 0 -2\r\n"
+        "LRANGE l 0 -1\r\nSADD s a b\r\nSREM s a\r\nSMEMBERS s\r\nZADD z GT CH 1 a 2.5 b\r\n"
+        "ZINCRBY z inf a\r\nZRANGE z (1 +inf BYSCORE REV LIMIT 0 1 WITHSCORES\r\n"
+        "ZREMRANGEBYSCORE z -inf (2\r\nEVAL \"redis.call('zadd', KEYS[1], 1, 'm') return "
+        "redis.call('zrank', KEYS[1], 'm')\" 1 z\r\nSCAN 0 TYPE zset\r\nPEXPIRE z 5\r\n");
     return seeds;
 }
 

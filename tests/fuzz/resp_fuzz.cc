@@ -42,8 +42,21 @@ Value through(const Value& v, int protocol) {
     for (const Value& item : v.items) {
         out.items.push_back(through(item, protocol));
     }
-    if (protocol == 2 && (v.kind == Value::Kind::kMap || v.kind == Value::Kind::kPush)) {
+    if (protocol == 2 && (v.kind == Value::Kind::kMap || v.kind == Value::Kind::kPush ||
+                          v.kind == Value::Kind::kSet || v.kind == Value::Kind::kPairs)) {
         out.kind = Value::Kind::kArray;
+    }
+    if (protocol == 2 && v.kind == Value::Kind::kDouble) {
+        out.kind = Value::Kind::kBulk;
+    }
+    if (protocol == 3 && v.kind == Value::Kind::kPairs) {
+        // Each (member, score) comes back as an array of two.
+        out.kind = Value::Kind::kArray;
+        std::vector<Value> pairs;
+        for (size_t i = 0; i + 1 < out.items.size(); i += 2) {
+            pairs.push_back(Value::array({out.items[i], out.items[i + 1]}));
+        }
+        out.items = std::move(pairs);
     }
     if (protocol == 3 && v.kind == Value::Kind::kNullArray) {
         out.kind = Value::Kind::kNull;

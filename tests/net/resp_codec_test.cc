@@ -367,6 +367,13 @@ TEST_CASE("each kind of value encodes as RESP2 and as RESP3", "[resp]") {
         {Value::push({Value::bulk("message"), pair}),
          "*2\r\n$7\r\nmessage\r\n*2\r\n$1\r\na\r\n:1\r\n",
          ">2\r\n$7\r\nmessage\r\n%1\r\n$1\r\na\r\n:1\r\n"},
+        {Value::real(0.1), "$19\r\n0.10000000000000001\r\n", ",0.10000000000000001\r\n"},
+        {Value::real(-std::numeric_limits<double>::infinity()), "$4\r\n-inf\r\n", ",-inf\r\n"},
+        {Value::real(3), "$1\r\n3\r\n", ",3\r\n"},
+        {Value::set({Value::bulk("a")}), "*1\r\n$1\r\na\r\n", "~1\r\n$1\r\na\r\n"},
+        {Value::pairs({Value::bulk("a"), Value::real(1.5), Value::bulk("b"), Value::real(2)}),
+         "*4\r\n$1\r\na\r\n$3\r\n1.5\r\n$1\r\nb\r\n$1\r\n2\r\n",
+         "*2\r\n*2\r\n$1\r\na\r\n,1.5\r\n*2\r\n$1\r\nb\r\n,2\r\n"},
         // Line breaks cannot travel in a simple string or an error.
         {Value::simple("a\r\nb"), "+a  b\r\n", "+a  b\r\n"},
         {Value::error("ERR bad\nthing\r"), "-ERR bad thing \r\n", "-ERR bad thing \r\n"},
@@ -393,8 +400,21 @@ Value through(const Value& v, int protocol) {
     for (const Value& item : v.items) {
         out.items.push_back(through(item, protocol));
     }
-    if (protocol == 2 && (v.kind == Value::Kind::kMap || v.kind == Value::Kind::kPush)) {
+    if (protocol == 2 && (v.kind == Value::Kind::kMap || v.kind == Value::Kind::kPush ||
+                          v.kind == Value::Kind::kSet || v.kind == Value::Kind::kPairs)) {
         out.kind = Value::Kind::kArray;
+    }
+    if (protocol == 2 && v.kind == Value::Kind::kDouble) {
+        out.kind = Value::Kind::kBulk;
+    }
+    if (protocol == 3 && v.kind == Value::Kind::kPairs) {
+        // Each (member, score) comes back as an array of two.
+        out.kind = Value::Kind::kArray;
+        std::vector<Value> pairs;
+        for (size_t i = 0; i + 1 < out.items.size(); i += 2) {
+            pairs.push_back(Value::array({out.items[i], out.items[i + 1]}));
+        }
+        out.items = std::move(pairs);
     }
     if (protocol == 3 && v.kind == Value::Kind::kNullArray) {
         out.kind = Value::Kind::kNull;
@@ -408,7 +428,10 @@ TEST_CASE("encoded values parse back as the same values", "[resp]") {
          Value::integer_of(std::numeric_limits<int64_t>::max()), Value::bulk("x\r\ny\0"s),
          Value::null(), Value::null_array(), Value::array({}),
          Value::map({Value::bulk("k"), Value::array({Value::bulk("v")})}),
-         Value::push({Value::bulk("message"), Value::bulk("ch"), Value::bulk("hi")})});
+         Value::push({Value::bulk("message"), Value::bulk("ch"), Value::bulk("hi")}),
+         Value::real(1.5), Value::real(-std::numeric_limits<double>::infinity()),
+         Value::set({Value::bulk("a"), Value::bulk("b")}),
+         Value::pairs({Value::bulk("m"), Value::real(0.1), Value::bulk("n"), Value::real(2)})});
     const std::vector<Value> values = {
         Value::null(),
         Value::null_array(),
@@ -438,7 +461,7 @@ TEST_CASE("encoded values parse back as the same values", "[resp]") {
     }
 }
 
-TEST_CASE("parse_resp_reply reads the RESP3 types as Redis maps them to RESP2", "[resp]") {
+TEST_CASE("parse_resp_reply reads the RESP3 types", "[resp]") {
     struct Case {
         std::string bytes;
         Value value;
@@ -446,13 +469,13 @@ TEST_CASE("parse_resp_reply reads the RESP3 types as Redis maps them to RESP2", 
     const std::vector<Case> cases = {
         {"#t\r\n", Value::integer_of(1)},
         {"#f\r\n", Value::integer_of(0)},
-        {",3.14\r\n", Value::bulk("3.14")},
-        {",inf\r\n", Value::bulk("inf")},
+        {",3.14\r\n", Value{Value::Kind::kDouble, 0, "3.14", {}}},
+        {",inf\r\n", Value::real(std::numeric_limits<double>::infinity())},
         {"(3492890328409238509324850943850943825024385\r\n",
          Value::bulk("3492890328409238509324850943850943825024385")},
         {"=15\r\ntxt:Some string\r\n", Value::bulk("Some string")},
         {"!21\r\nSYNTAX invalid syntax\r\n", Value::error("SYNTAX invalid syntax")},
-        {"~2\r\n+a\r\n:1\r\n", Value::array({Value::simple("a"), Value::integer_of(1)})},
+        {"~2\r\n+a\r\n:1\r\n", Value::set({Value::simple("a"), Value::integer_of(1)})},
         {"|1\r\n+key-popularity\r\n%1\r\n$1\r\na\r\n,0.19\r\n:5\r\n", Value::integer_of(5)},
         {"*2\r\n|1\r\n+a\r\n+b\r\n:1\r\n:2\r\n",
          Value::array({Value::integer_of(1), Value::integer_of(2)})},

@@ -61,7 +61,7 @@ TEST_CASE("trailing bytes after a command are rejected", "[statemachine][codec]"
 
 TEST_CASE("an unknown format version is rejected", "[statemachine][codec]") {
     std::string bytes = encode_ok(sample_commands()[3]);
-    for (uint8_t version : {0, 6, 255}) {
+    for (uint8_t version : {0, 7, 255}) {
         bytes[0] = static_cast<char>(version);
         CHECK(!decode_command(bytes).ok());
     }

@@ -1,0 +1,70 @@
+// Sets: SADD, SREM, SISMEMBER, SMISMEMBER, SMEMBERS, SCARD, with Redis 7.0's replies and errors.
+// SMEMBERS lists members in byte order; Redis promises no order (docs/redis-mode.md).
+
+#include "statemachine/redis/commands.h"
+#include "statemachine/redis/handlers.h"
+
+namespace raftlock::statemachine::redis {
+
+// SISMEMBER key member | SMISMEMBER key member [member ...] | SMEMBERS key | SCARD key
+Value Commands::set_read(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view name) {
+    const Entry* e = find(ks, a[1], now);
+    if (wrong_type<Set>(e)) {
+        return err(kWrongType);
+    }
+    static const Set kEmpty;
+    const Set& set = e == nullptr ? kEmpty : std::get<Set>(e->value);
+    if (name == "scard") {
+        return Value::integer_of(static_cast<int64_t>(set.size()));
+    }
+    if (name == "sismember") {
+        return Value::integer_of(set.contains(a[2]) ? 1 : 0);
+    }
+    std::vector<Value> out;
+    if (name == "smismember") {
+        for (size_t i = 2; i < a.size(); ++i) {
+            out.push_back(Value::integer_of(set.contains(a[i]) ? 1 : 0));
+        }
+        return Value::array(std::move(out));
+    }
+    RL_ASSERT(name == "smembers");
+    out.reserve(set.size());
+    for (const std::string& member : set) {
+        out.push_back(Value::bulk(member));
+    }
+    return Value::set(std::move(out));
+}
+
+// SADD key member [member ...]: how many were new.
+Value Commands::sadd(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
+    Set* set = for_write<Set>(ks, a[1], now);
+    if (set == nullptr) {
+        return err(kWrongType);
+    }
+    int64_t added = 0;
+    for (size_t i = 2; i < a.size(); ++i) {
+        added += set->insert(a[i]).second ? 1 : 0;
+    }
+    RL_ASSERT(!set->empty());
+    return Value::integer_of(added);
+}
+
+// SREM key member [member ...]: how many were there; a set left empty is deleted.
+Value Commands::srem(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
+    Entry* e = find(ks, a[1], now);
+    if (e == nullptr) {
+        return Value::integer_of(0);
+    }
+    Set* set = std::get_if<Set>(&e->value);
+    if (set == nullptr) {
+        return err(kWrongType);
+    }
+    int64_t removed = 0;
+    for (size_t i = 2; i < a.size(); ++i) {
+        removed += static_cast<int64_t>(set->erase(a[i]));
+    }
+    drop_if_empty(ks, a[1], *set);
+    return Value::integer_of(removed);
+}
+
+}  // namespace raftlock::statemachine::redis
