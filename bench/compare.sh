@@ -9,7 +9,7 @@
 # leader, and open thousands of sessions); they reach the system's processes through
 # bench/peers.sh. redis.benchmark is `redis-benchmark` itself against the systems that speak Redis
 # (raftlock's Redis port on the leader, and both Redis), through bench/redis_benchmark.py, which
-# also checks that every INCR and SET reached the store.
+# also checks what each command left in the store (one INCR per request, LPUSH's items, ...).
 # Each system is started by bench/peers.sh (three nodes on loopback with fsync on; Redis is one
 # durable process, and once more without persistence), given the same scenarios by the same
 # raftlock-bench, and stopped before the next one starts. The physical floor (4 KiB synced writes
@@ -40,7 +40,7 @@
 #   BENCH_IDLE_TIMEOUT_MS  their session / lease timeout [10000]
 #   BENCH_REDIS_CLIENTS    redis.benchmark's connections (-c) [50]
 #   BENCH_REDIS_REQUESTS   its requests per command (-n) [100000]
-#   BENCH_REDIS_TESTS      its commands (-t) [set,get,incr]
+#   BENCH_REDIS_TESTS      its commands (-t), one at a time [set,get,incr,lpush,lpop,sadd,zadd]
 #   BENCH_OPEN_LOOP        open-loop runs of lock.uncontended and kv.write at these percentages
 #                          of the system's own closed-loop ops/s, with its largest client count
 #                          [50 90]; empty for none. Latency counts from each operation's intended
@@ -200,7 +200,7 @@ run_redis_benchmark() {
     esac
     python3 bench/redis_benchmark.py --system "$system" --endpoint "$endpoint" \
         --clients "${BENCH_REDIS_CLIENTS:-50}" --requests "${BENCH_REDIS_REQUESTS:-100000}" \
-        --tests "${BENCH_REDIS_TESTS:-set,get,incr}" --json "$out/results.jsonl" ||
+        --tests "${BENCH_REDIS_TESTS:-set,get,incr,lpush,lpop,sadd,zadd}" --json "$out/results.jsonl" ||
         say "$system redis.benchmark: failed or a check failed (see above)"
 }
 

@@ -6,9 +6,12 @@ scenario: one record per command in raftlock-bench's JSON shape, appended to --j
         [--requests 100000] [--tests set,get,incr] --json OUT/results.jsonl
 
 redis-benchmark counts a reply as done whatever it says, so its figures alone could hide a server
-that refused every command. The run therefore checks afterwards what the commands must have left:
-the counter INCR incremented holds exactly --requests (both keys are deleted first), and the key
-SET wrote holds a value of SET's payload size. A record whose check failed carries errors 1 and says why.
+that refused every command. The run therefore deletes the keys the commands use, runs one command
+at a time in the order given, and checks after each what it must have left: the key SET wrote holds
+a value of SET's payload size, the counter INCR incremented holds exactly --requests, LPUSH's list
+holds --requests items and LPOP (after it) emptied it, SADD's set and ZADD's sorted set hold their
+one member (redis-benchmark's member name carries no random part without -r). A record whose check
+failed carries errors 1 and says why.
 """
 import argparse
 import csv
@@ -21,6 +24,9 @@ import sys
 SET_KEY = "key:__rand_int__"
 COUNTER_KEY = "counter:__rand_int__"
 SET_SIZE = 3  # -d 3, the default payload (random letters)
+LIST_KEY = "mylist"
+SET_MEMBERS_KEY = "myset"
+ZSET_KEY = "myzset"
 
 
 def redis_cli(host, port, *args):
@@ -52,6 +58,17 @@ def check(host, port, test, requests):
         got = redis_cli(host, port, "STRLEN", SET_KEY)
         want = f"(integer) {SET_SIZE}"
         return "" if got == want else f"STRLEN {SET_KEY} is {got}, not {want}, after SET"
+    expected = {
+        "LPUSH": (("LLEN", LIST_KEY), requests, "not one item per LPUSH"),
+        "LPOP": (("LLEN", LIST_KEY), 0, "LPOP after LPUSH left items"),
+        "SADD": (("SCARD", SET_MEMBERS_KEY), 1, "SADD of one member"),
+        "ZADD": (("ZCARD", ZSET_KEY), 1, "ZADD of one member"),
+    }
+    if test in expected:
+        command, count, what = expected[test]
+        got = redis_cli(host, port, *command)
+        want = f"(integer) {count}"
+        return "" if got == want else f"{' '.join(command)} is {got}, not {want}: {what}"
     return ""
 
 
@@ -61,16 +78,20 @@ def main():
     p.add_argument("--endpoint", required=True, help="HOST:PORT")
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--requests", type=int, default=100000)
-    p.add_argument("--tests", default="set,get,incr")
+    p.add_argument("--tests", default="set,get,incr,lpush,lpop,sadd,zadd",
+                   help="run one at a time, in this order (lpop after lpush)")
     p.add_argument("--json", required=True)
     args = p.parse_args()
     host, port = args.endpoint.rsplit(":", 1)
-    for key in (SET_KEY, COUNTER_KEY):
+    for key in (SET_KEY, COUNTER_KEY, LIST_KEY, SET_MEMBERS_KEY, ZSET_KEY):
         redis_cli(host, port, "DEL", key)
-    rows = run_benchmark(host, port, args.clients, args.requests, args.tests)
     failed = False
     with open(args.json, "a") as out:
-        for row in rows:
+        for name in args.tests.split(","):
+            rows = run_benchmark(host, port, args.clients, args.requests, name)
+            if len(rows) != 1:
+                raise RuntimeError(f"redis-benchmark -t {name}: {len(rows)} results, not one")
+            row = rows[0]
             test = row["test"]
             why = check(host, port, test, args.requests)
             failed = failed or bool(why)

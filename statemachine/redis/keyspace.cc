@@ -141,7 +141,9 @@ bool Keyspace::read(Reader& r, bool collections) {
             Hash h;
             for (uint64_t f = read_count(r); r.ok() && f > 0; --f) {
                 std::string field = r.bytes(kValueBytesMax);
-                h[std::move(field)] = r.bytes(kValueBytesMax);
+                if (!h.emplace(std::move(field), r.bytes(kValueBytesMax)).second) {
+                    return false;  // a field twice: not a snapshot this code wrote
+                }
             }
             entry.value = std::move(h);
         } else if (type == 2 && collections) {
@@ -153,7 +155,9 @@ bool Keyspace::read(Reader& r, bool collections) {
         } else if (type == 3 && collections) {
             Set set;
             for (uint64_t i = read_count(r); r.ok() && i > 0; --i) {
-                set.insert(r.bytes(kValueBytesMax));
+                if (!set.insert(r.bytes(kValueBytesMax)).second) {
+                    return false;
+                }
             }
             entry.value = std::move(set);
         } else if (type == 4 && collections) {
