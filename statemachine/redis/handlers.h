@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/assert.h"
+#include "statemachine/redis/commands.h"
 #include "statemachine/redis/keyspace.h"
 #include "statemachine/redis/value.h"
 
@@ -113,6 +114,23 @@ private:
             const bool erased = erase(ks, name);
             RL_ASSERT(erased);
         }
+    }
+    // For a command that changes only an existing collection: the T at `name`, or the reply Redis
+    // gives instead (`if_missing` when there is no such key, WRONGTYPE when it holds another type).
+    template <class T>
+    static std::variant<T*, Value> existing(Keyspace& ks,
+                                            std::string_view name,
+                                            TimeMs now,
+                                            Value if_missing) {
+        Entry* e = find(ks, name, now);
+        if (e == nullptr) {
+            return if_missing;
+        }
+        T* collection = std::get_if<T>(&e->value);
+        if (collection == nullptr) {
+            return Value::error(std::string(kWrongType));
+        }
+        return collection;
     }
     // The value at `name` when it is a T; nullptr when missing (check wrong_type first).
     template <class T>

@@ -123,14 +123,11 @@ Value Commands::pop(Keyspace& ks, const Argv& a, TimeMs now, std::string_view na
             return err(kNotPositive);
         }
     }
-    Entry* e = find(ks, a[1], now);
-    if (e == nullptr) {
-        return count ? Value::null_array() : Value::null();
+    auto found = existing<List>(ks, a[1], now, count ? Value::null_array() : Value::null());
+    if (Value* reply = std::get_if<Value>(&found)) {
+        return std::move(*reply);
     }
-    List* list = std::get_if<List>(&e->value);
-    if (list == nullptr) {
-        return err(kWrongType);
-    }
+    List* list = std::get<List*>(found);
     const bool head = name[0] == 'l';
     const auto take = static_cast<size_t>(
         std::min<int64_t>(count.value_or(1), static_cast<int64_t>(list->size())));
@@ -157,14 +154,11 @@ Value Commands::lrem(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, 
     if (!count) {
         return err(kNotInteger);
     }
-    Entry* e = find(ks, a[1], now);
-    if (e == nullptr) {
-        return Value::integer_of(0);
+    auto found = existing<List>(ks, a[1], now, Value::integer_of(0));
+    if (Value* reply = std::get_if<Value>(&found)) {
+        return std::move(*reply);
     }
-    List* list = std::get_if<List>(&e->value);
-    if (list == nullptr) {
-        return err(kWrongType);
-    }
+    List* list = std::get<List*>(found);
     // |count| without overflow at INT64_MIN; 0 means every match.
     const uint64_t magnitude =
         *count < 0 ? 0 - static_cast<uint64_t>(*count) : static_cast<uint64_t>(*count);
@@ -193,14 +187,11 @@ Value Commands::lrem(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, 
 
 // LSET key index element
 Value Commands::lset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
-    Entry* e = find(ks, a[1], now);
-    if (e == nullptr) {
-        return err("ERR no such key");
+    auto found = existing<List>(ks, a[1], now, err("ERR no such key"));
+    if (Value* reply = std::get_if<Value>(&found)) {
+        return std::move(*reply);
     }
-    List* list = std::get_if<List>(&e->value);
-    if (list == nullptr) {
-        return err(kWrongType);
-    }
+    List* list = std::get<List*>(found);
     const std::optional<int64_t> index = parse_int(a[2]);
     if (!index) {
         return err(kNotInteger);
@@ -220,14 +211,11 @@ Value Commands::ltrim(Keyspace& ks, const Argv& a, TimeMs now, std::string_view,
     if (!start || !stop) {
         return err(kNotInteger);
     }
-    Entry* e = find(ks, a[1], now);
-    if (e == nullptr) {
-        return Value::ok();
+    auto found = existing<List>(ks, a[1], now, Value::ok());
+    if (Value* reply = std::get_if<Value>(&found)) {
+        return std::move(*reply);
     }
-    List* list = std::get_if<List>(&e->value);
-    if (list == nullptr) {
-        return err(kWrongType);
-    }
+    List* list = std::get<List*>(found);
     const Range r = clamp(*start, *stop, static_cast<int64_t>(list->size()));
     if (r.first > r.last) {
         list->clear();

@@ -51,14 +51,11 @@ Value Commands::sadd(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, 
 
 // SREM key member [member ...]: how many were there; a set left empty is deleted.
 Value Commands::srem(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
-    Entry* e = find(ks, a[1], now);
-    if (e == nullptr) {
-        return Value::integer_of(0);
+    auto found = existing<Set>(ks, a[1], now, Value::integer_of(0));
+    if (Value* reply = std::get_if<Value>(&found)) {
+        return std::move(*reply);
     }
-    Set* set = std::get_if<Set>(&e->value);
-    if (set == nullptr) {
-        return err(kWrongType);
-    }
+    Set* set = std::get<Set*>(found);
     int64_t removed = 0;
     for (size_t i = 2; i < a.size(); ++i) {
         removed += static_cast<int64_t>(set->erase(a[i]));

@@ -366,14 +366,11 @@ Value Commands::zadd(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
 
 // ZREM key member [member ...]: how many were there; a sorted set left empty is deleted.
 Value Commands::zrem(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
-    Entry* e = find(ks, a[1], now);
-    if (e == nullptr) {
-        return Value::integer_of(0);
+    auto found = existing<ZSet>(ks, a[1], now, Value::integer_of(0));
+    if (Value* reply = std::get_if<Value>(&found)) {
+        return std::move(*reply);
     }
-    ZSet* z = std::get_if<ZSet>(&e->value);
-    if (z == nullptr) {
-        return err(kWrongType);
-    }
+    ZSet* z = std::get<ZSet*>(found);
     int64_t removed = 0;
     for (size_t i = 2; i < a.size(); ++i) {
         removed += remove(*z, a[i]) ? 1 : 0;
@@ -388,14 +385,11 @@ Value Commands::zremrangebyscore(Keyspace& ks, const Argv& a, TimeMs now, std::s
     if (!range) {
         return err(kRangeNotFloat);
     }
-    Entry* e = find(ks, a[1], now);
-    if (e == nullptr) {
-        return Value::integer_of(0);
+    auto found = existing<ZSet>(ks, a[1], now, Value::integer_of(0));
+    if (Value* reply = std::get_if<Value>(&found)) {
+        return std::move(*reply);
     }
-    ZSet* z = std::get_if<ZSet>(&e->value);
-    if (z == nullptr) {
-        return err(kWrongType);
-    }
+    ZSet* z = std::get<ZSet*>(found);
     auto [first, last] = in_range(*z, *range);
     int64_t removed = 0;
     while (first != last) {

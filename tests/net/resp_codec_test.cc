@@ -7,12 +7,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/net/resp_through.h"
+
 namespace raftlock::net {
 namespace {
 
 using statemachine::redis::Argv;
 using statemachine::redis::Value;
 using namespace std::string_literals;
+using testing::through;
 
 const RespLimits kDefaults{};
 
@@ -390,36 +393,6 @@ TEST_CASE("encode_resp appends to what the buffer holds", "[resp]") {
     encode_resp(Value::integer_of(7), 2, out);
     encode_resp(Value::null(), 3, out);
     CHECK(out == "+OK\r\n:7\r\n_\r\n");
-}
-
-// What a value becomes on the way through `protocol` and back: RESP2 has no map, push or plain
-// null; RESP3 has one null.
-Value through(const Value& v, int protocol) {
-    Value out = v;
-    out.items.clear();
-    for (const Value& item : v.items) {
-        out.items.push_back(through(item, protocol));
-    }
-    if (protocol == 2 && (v.kind == Value::Kind::kMap || v.kind == Value::Kind::kPush ||
-                          v.kind == Value::Kind::kSet || v.kind == Value::Kind::kPairs)) {
-        out.kind = Value::Kind::kArray;
-    }
-    if (protocol == 2 && v.kind == Value::Kind::kDouble) {
-        out.kind = Value::Kind::kBulk;
-    }
-    if (protocol == 3 && v.kind == Value::Kind::kPairs) {
-        // Each (member, score) comes back as an array of two.
-        out.kind = Value::Kind::kArray;
-        std::vector<Value> pairs;
-        for (size_t i = 0; i + 1 < out.items.size(); i += 2) {
-            pairs.push_back(Value::array({out.items[i], out.items[i + 1]}));
-        }
-        out.items = std::move(pairs);
-    }
-    if (protocol == 3 && v.kind == Value::Kind::kNullArray) {
-        out.kind = Value::Kind::kNull;
-    }
-    return out;
 }
 
 TEST_CASE("encoded values parse back as the same values", "[resp]") {
