@@ -12,8 +12,8 @@ namespace raftlock::net::testing {
 
 using statemachine::redis::Value;
 
-// What `v` reads back as after encode_resp with `protocol`: RESP2 has no map or push, RESP3 one
-// null, and simple strings and errors lose their line breaks.
+// What `v` reads back as after encode_resp with `protocol`: RESP2 has no map, push, set, pairs or
+// double, RESP3 one null, and simple strings, errors and RESP3 doubles lose their line breaks.
 inline Value through(const Value& v, int protocol) {
     Value out = v;
     out.items.clear();
@@ -39,7 +39,8 @@ inline Value through(const Value& v, int protocol) {
     if (protocol == 3 && v.kind == Value::Kind::kNullArray) {
         out.kind = Value::Kind::kNull;
     }
-    if (v.kind == Value::Kind::kSimple || v.kind == Value::Kind::kError) {
+    if (v.kind == Value::Kind::kSimple || v.kind == Value::Kind::kError ||
+        (protocol == 3 && v.kind == Value::Kind::kDouble)) {
         for (char& c : out.text) {
             if (c == '\r' || c == '\n') {
                 c = ' ';
