@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# ioredis + redlock from npm against a three-node cluster (redlock_test.js), then redis-semaphore's
-# Mutex, Semaphore, MultiSemaphore and RedlockMutex on the same cluster (semaphore_test.js). The
-# packages are installed into the test's scratch directory; npm must reach its registry.
+# ioredis + redlock from npm against a three-node cluster (redlock_test.js), then on the same
+# cluster redis-semaphore's Mutex, Semaphore, MultiSemaphore and RedlockMutex (semaphore_test.js)
+# and node-redis-warlock on node-redis 3 (warlock_test.js). The packages are installed into the
+# test's scratch directory; npm must reach its registry.
 #
 #   redlock_test.sh BUILD_DIR PORT_BASE
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh" "$1" "$2"
 command -v npm >/dev/null || { echo "npm is not installed (scripts/deps.sh installs it)" >&2; exit 1; }
 (cd "$WORK" && npm install --no-audit --no-fund --loglevel=error ioredis@5.4.1 redlock@4.2.0 \
-    redis-semaphore@5.8.0 >/dev/null)
+    redis-semaphore@5.8.0 redis@3.1.2 node-redis-warlock@1.0.2 >/dev/null)
 start_cluster
 wait_redis_ready
 NODE_PATH="$WORK/node_modules" node "$here/redlock_test.js" "${RAFTLOCK_REDIS_PORTS[@]}"
 NODE_PATH="$WORK/node_modules" node "$here/semaphore_test.js" "${RAFTLOCK_REDIS_PORTS[@]}"
+NODE_PATH="$WORK/node_modules" node "$here/warlock_test.js" "${RAFTLOCK_REDIS_PORTS[@]}"
