@@ -307,10 +307,23 @@ Value Commands::type(const Keyspace& ks, const Argv& a, TimeMs now, std::string_
 }
 
 std::string_view Commands::type_name(const Entry& e) {
-    static constexpr std::array<std::string_view, 5> kNames = {"string", "hash", "list", "set",
-                                                               "zset"};
-    static_assert(std::variant_size_v<decltype(e.value)> == kNames.size());
-    return kNames[e.value.index()];
+    return std::visit(
+        [](const auto& value) -> std::string_view {
+            using T = std::decay_t<decltype(value)>;
+            if constexpr (std::is_same_v<T, std::string>) {
+                return "string";
+            } else if constexpr (std::is_same_v<T, Hash>) {
+                return "hash";
+            } else if constexpr (std::is_same_v<T, List>) {
+                return "list";
+            } else if constexpr (std::is_same_v<T, Set>) {
+                return "set";
+            } else {
+                static_assert(std::is_same_v<T, ZSet>);
+                return "zset";
+            }
+        },
+        e.value);
 }
 
 Value Commands::keys(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view) {

@@ -61,6 +61,36 @@ std::optional<TimeMs> Keyspace::next_expiry_ms() const {
     return expiry_.begin()->first;
 }
 
+namespace {
+
+// A value's type as the snapshot numbers it: numbers on disk, never reused or renumbered (not the
+// index of the Entry variant's alternative).
+enum SnapshotType : uint8_t {
+    kSnapshotString = 0,
+    kSnapshotHash = 1,
+    kSnapshotList = 2,  // version 6 on, as are the two below
+    kSnapshotSet = 3,
+    kSnapshotZSet = 4,
+};
+
+template <class T>
+constexpr uint8_t snapshot_type() {
+    if constexpr (std::is_same_v<T, std::string>) {
+        return kSnapshotString;
+    } else if constexpr (std::is_same_v<T, Keyspace::Hash>) {
+        return kSnapshotHash;
+    } else if constexpr (std::is_same_v<T, Keyspace::List>) {
+        return kSnapshotList;
+    } else if constexpr (std::is_same_v<T, Keyspace::Set>) {
+        return kSnapshotSet;
+    } else {
+        static_assert(std::is_same_v<T, Keyspace::ZSet>);
+        return kSnapshotZSet;
+    }
+}
+
+}  // namespace
+
 // Snapshot section (statemachine/snapshot.cc, version 2; types 2-4 from version 6):
 //   keys: name, u8 type, expire_at_ms, then by type
 //     0 string: the bytes            1 hash: count, (field, value)*
@@ -72,11 +102,11 @@ void Keyspace::write(Writer& w) const {
     w.varint(keys_.size());
     for (const auto& [key, entry] : keys_) {
         w.bytes(key.name);
-        w.u8(static_cast<uint8_t>(entry.value.index()));
-        w.svarint(entry.expire_at_ms);
         std::visit(
-            [&w](const auto& value) {
+            [&w, &entry](const auto& value) {
                 using T = std::decay_t<decltype(value)>;
+                w.u8(snapshot_type<T>());
+                w.svarint(entry.expire_at_ms);
                 if constexpr (std::is_same_v<T, std::string>) {
                     w.bytes(value);
                 } else if constexpr (std::is_same_v<T, Hash>) {
@@ -135,9 +165,9 @@ bool Keyspace::read(Reader& r, bool collections) {
         const uint8_t type = r.u8();
         Entry entry;
         entry.expire_at_ms = r.svarint();
-        if (type == 0) {
+        if (type == kSnapshotString) {
             entry.value = r.bytes(kValueBytesMax);
-        } else if (type == 1) {
+        } else if (type == kSnapshotHash) {
             Hash h;
             for (uint64_t f = read_count(r); r.ok() && f > 0; --f) {
                 std::string field = r.bytes(kValueBytesMax);
@@ -146,13 +176,13 @@ bool Keyspace::read(Reader& r, bool collections) {
                 }
             }
             entry.value = std::move(h);
-        } else if (type == 2 && collections) {
+        } else if (type == kSnapshotList && collections) {
             List list;
             for (uint64_t i = read_count(r); r.ok() && i > 0; --i) {
                 list.push_back(r.bytes(kValueBytesMax));
             }
             entry.value = std::move(list);
-        } else if (type == 3 && collections) {
+        } else if (type == kSnapshotSet && collections) {
             Set set;
             for (uint64_t i = read_count(r); r.ok() && i > 0; --i) {
                 if (!set.insert(r.bytes(kValueBytesMax)).second) {
@@ -160,7 +190,7 @@ bool Keyspace::read(Reader& r, bool collections) {
                 }
             }
             entry.value = std::move(set);
-        } else if (type == 4 && collections) {
+        } else if (type == kSnapshotZSet && collections) {
             ZSet z;
             for (uint64_t i = read_count(r); r.ok() && i > 0; --i) {
                 std::string member = r.bytes(kValueBytesMax);
