@@ -182,6 +182,21 @@ std::optional<uint64_t> parse_cursor(std::string_view s) {
     return v;
 }
 
+Flags parse_flags(const Argv& a, size_t from, std::initializer_list<std::string_view> names) {
+    RL_ASSERT(names.size() <= 32);
+    Flags flags;
+    flags.next = from;
+    for (; flags.next < a.size(); ++flags.next) {
+        const std::string word = lower(a[flags.next]);
+        const auto it = std::find(names.begin(), names.end(), word);
+        if (it == names.end()) {
+            break;
+        }
+        flags.bits |= 1u << (it - names.begin());
+    }
+    return flags;
+}
+
 Value err(std::string_view text) {
     return Value::error(std::string(text));
 }
@@ -687,24 +702,14 @@ Value Commands::expire(Keyspace& ks, const Argv& a, TimeMs now, std::string_view
     if (!amount) {
         return err(kNotInteger);
     }
-    bool nx = false;
-    bool xx = false;
-    bool gt = false;
-    bool lt = false;
-    for (size_t i = 3; i < a.size(); ++i) {
-        const std::string opt = lower(a[i]);
-        if (opt == "nx") {
-            nx = true;
-        } else if (opt == "xx") {
-            xx = true;
-        } else if (opt == "gt") {
-            gt = true;
-        } else if (opt == "lt") {
-            lt = true;
-        } else {
-            return Value::error(fmt::format("ERR Unsupported option {}", a[i]));
-        }
+    const Flags flags = parse_flags(a, 3, {"nx", "xx", "gt", "lt"});
+    if (flags.next < a.size()) {
+        return Value::error(fmt::format("ERR Unsupported option {}", a[flags.next]));
     }
+    const bool nx = flags.has(0);
+    const bool xx = flags.has(1);
+    const bool gt = flags.has(2);
+    const bool lt = flags.has(3);
     if (nx && (xx || gt || lt)) {
         return err("ERR NX and XX, GT or LT options at the same time are not compatible");
     }

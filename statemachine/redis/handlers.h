@@ -4,6 +4,7 @@
 // commands.cc (strings, keys, hashes, scripts, and the dispatch), lists.cc, sets.cc, zsets.cc.
 // Internal to statemachine/redis: everything else goes through Keyspace.
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,15 @@ bool iequals(std::string_view a, std::string_view b);
 std::optional<int64_t> parse_int(std::string_view s);
 std::optional<uint64_t> parse_cursor(std::string_view s);
 Value err(std::string_view text);
+
+// Options given as words (EXPIRE's NX XX GT LT, ZADD's flags): the run of a[from..] that are among
+// `names`, in any case and order; bit i set for names[i], and where the run ends.
+struct Flags {
+    uint32_t bits = 0;
+    size_t next = 0;
+    bool has(size_t i) const { return (bits >> i & 1u) != 0; }
+};
+Flags parse_flags(const Argv& a, size_t from, std::initializer_list<std::string_view> names);
 Value bulks(std::vector<std::string> items);
 
 // The handlers. Reads take a const keyspace; writes a mutable one.

@@ -267,31 +267,15 @@ Value Commands::zrange(const Keyspace& ks, const Argv& a, TimeMs now, std::strin
 // increment member (ZADD INCR under another name).
 Value Commands::zadd(Keyspace& ks, const Argv& a, TimeMs now, std::string_view name, int) {
     const bool zincrby = name == "zincrby";
-    bool nx = false;
-    bool xx = false;
-    bool gt = false;
-    bool lt = false;
-    bool ch = false;
-    bool incr = zincrby;
-    size_t first = 2;
-    for (; !zincrby && first < a.size(); ++first) {
-        const std::string opt = lower(a[first]);
-        if (opt == "nx") {
-            nx = true;
-        } else if (opt == "xx") {
-            xx = true;
-        } else if (opt == "gt") {
-            gt = true;
-        } else if (opt == "lt") {
-            lt = true;
-        } else if (opt == "ch") {
-            ch = true;
-        } else if (opt == "incr") {
-            incr = true;
-        } else {
-            break;
-        }
-    }
+    const Flags flags =
+        zincrby ? Flags{0, 2} : parse_flags(a, 2, {"nx", "xx", "gt", "lt", "ch", "incr"});
+    const bool nx = flags.has(0);
+    const bool xx = flags.has(1);
+    const bool gt = flags.has(2);
+    const bool lt = flags.has(3);
+    const bool ch = flags.has(4);
+    const bool incr = zincrby || flags.has(5);
+    const size_t first = flags.next;
     const size_t items = a.size() - first;
     if (items == 0 || items % 2 != 0) {
         return err(kSyntaxError);
