@@ -103,10 +103,11 @@ void Keyspace::write(Writer& w) const {
     for (const auto& [key, entry] : keys_) {
         w.bytes(key.name);
         std::visit(
-            [&w, &entry](const auto& value) {
+            // (A structured binding is not captured: clang refuses it before C++20's P1091.)
+            [&w, expire_at_ms = entry.expire_at_ms](const auto& value) {
                 using T = std::decay_t<decltype(value)>;
                 w.u8(snapshot_type<T>());
-                w.svarint(entry.expire_at_ms);
+                w.svarint(expire_at_ms);
                 if constexpr (std::is_same_v<T, std::string>) {
                     w.bytes(value);
                 } else if constexpr (std::is_same_v<T, Hash>) {
