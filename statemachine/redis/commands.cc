@@ -268,17 +268,17 @@ Route route_of(const Argv& argv) {
 
 Value Commands::get(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view) {
     const Entry* e = find(ks, a[1], now);
-    if (wrong_type_string(e)) {
+    if (wrong_type<std::string>(e)) {
         return err(kWrongType);
     }
-    const std::string* s = as_string(e);
+    const std::string* s = as<std::string>(e);
     return s == nullptr ? Value::null() : Value::bulk(*s);
 }
 
 Value Commands::mget(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view) {
     std::vector<Value> out;
     for (size_t i = 1; i < a.size(); ++i) {
-        const std::string* s = as_string(find(ks, a[i], now));
+        const std::string* s = as<std::string>(find(ks, a[i], now));
         out.push_back(s == nullptr ? Value::null() : Value::bulk(*s));
     }
     return Value::array(std::move(out));
@@ -286,10 +286,10 @@ Value Commands::mget(const Keyspace& ks, const Argv& a, TimeMs now, std::string_
 
 Value Commands::strlen(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view) {
     const Entry* e = find(ks, a[1], now);
-    if (wrong_type_string(e)) {
+    if (wrong_type<std::string>(e)) {
         return err(kWrongType);
     }
-    const std::string* s = as_string(e);
+    const std::string* s = as<std::string>(e);
     return Value::integer_of(s == nullptr ? 0 : static_cast<int64_t>(s->size()));
 }
 
@@ -358,7 +358,7 @@ Value Commands::scan(const Keyspace& ks, const Argv& a, TimeMs now, std::string_
         return err("ERR invalid cursor");
     }
     std::optional<std::string_view> pattern;
-    std::optional<std::string_view> type_filter;
+    std::optional<std::string> type_filter;  // lower case
     int64_t count = 10;
     for (size_t i = 2; i < a.size(); i += 2) {
         if (i + 1 >= a.size()) {
@@ -377,7 +377,7 @@ Value Commands::scan(const Keyspace& ks, const Argv& a, TimeMs now, std::string_
             }
             count = *n;
         } else if (opt == "type") {
-            type_filter = a[i + 1];
+            type_filter = lower(a[i + 1]);
         } else {
             return err(kSyntaxError);
         }
@@ -396,7 +396,7 @@ Value Commands::scan(const Keyspace& ks, const Argv& a, TimeMs now, std::string_
         if (pattern && !glob_match(*pattern, it->first.name)) {
             continue;
         }
-        if (type_filter && lower(*type_filter) != Commands::type_name(e)) {
+        if (type_filter && *type_filter != Commands::type_name(e)) {
             continue;
         }
         out.push_back(it->first.name);
@@ -407,11 +407,10 @@ Value Commands::scan(const Keyspace& ks, const Argv& a, TimeMs now, std::string_
 
 Value Commands::hash_read(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view name) {
     const Entry* e = find(ks, a[1], now);
-    if (wrong_type_hash(e)) {
+    if (wrong_type<Hash>(e)) {
         return err(kWrongType);
     }
-    static const Hash kEmpty;
-    const Hash& h = e == nullptr ? kEmpty : std::get<Hash>(e->value);
+    const Hash& h = or_empty<Hash>(e);
     if (name == "hget") {
         auto f = h.find(a[2]);
         return f == h.end() ? Value::null() : Value::bulk(f->second);
@@ -547,10 +546,10 @@ Value Commands::set(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, i
         at = *d;
     }
     const Entry* e = find(ks, a[1], now);
-    if ((get_old || ifeq) && wrong_type_string(e)) {
+    if ((get_old || ifeq) && wrong_type<std::string>(e)) {
         return err(kWrongType);
     }
-    const std::string* old = as_string(e);
+    const std::string* old = as<std::string>(e);
     Value old_reply = old == nullptr ? Value::null() : Value::bulk(*old);
     const bool go = (nx && e == nullptr) || (xx && e != nullptr) ||
                     (ifeq && old && *old == *ifeq) || (!nx && !xx && !ifeq);
@@ -571,10 +570,10 @@ Value Commands::setnx(Keyspace& ks, const Argv& a, TimeMs now, std::string_view,
 
 Value Commands::getset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     const Entry* e = find(ks, a[1], now);
-    if (wrong_type_string(e)) {
+    if (wrong_type<std::string>(e)) {
         return err(kWrongType);
     }
-    const std::string* old = as_string(e);
+    const std::string* old = as<std::string>(e);
     Value reply = old == nullptr ? Value::null() : Value::bulk(*old);
     put_string(ks, a[1], a[2], 0, false, now);
     return reply;
@@ -582,7 +581,7 @@ Value Commands::getset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view
 
 Value Commands::getdel(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     const Entry* e = find(ks, a[1], now);
-    if (wrong_type_string(e)) {
+    if (wrong_type<std::string>(e)) {
         return err(kWrongType);
     }
     if (e == nullptr) {
@@ -620,11 +619,11 @@ Value Commands::incr_by(Keyspace& ks, const Argv& a, TimeMs now, std::string_vie
         }
     }
     const Entry* e = find(ks, a[1], now);
-    if (wrong_type_string(e)) {
+    if (wrong_type<std::string>(e)) {
         return err(kWrongType);
     }
     int64_t value = 0;
-    if (const std::string* s = as_string(e)) {
+    if (const std::string* s = as<std::string>(e)) {
         const std::optional<int64_t> v = parse_int(*s);
         if (!v) {
             return err(kNotInteger);
@@ -641,10 +640,10 @@ Value Commands::incr_by(Keyspace& ks, const Argv& a, TimeMs now, std::string_vie
 
 Value Commands::append(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     const Entry* e = find(ks, a[1], now);
-    if (wrong_type_string(e)) {
+    if (wrong_type<std::string>(e)) {
         return err(kWrongType);
     }
-    const std::string* old = as_string(e);
+    const std::string* old = as<std::string>(e);
     const size_t size = (old == nullptr ? 0 : old->size()) + a[2].size();
     if (size > kValueBytesMax) {
         return err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
@@ -685,7 +684,7 @@ Value Commands::delex(Keyspace& ks, const Argv& a, TimeMs now, std::string_view,
         return Value::integer_of(0);
     }
     if (cond) {
-        if (wrong_type_string(e)) {
+        if (wrong_type<std::string>(e)) {
             return err(kWrongType);
         }
         if ((std::get<std::string>(e->value) == cond->second) != cond->first) {
@@ -762,7 +761,7 @@ Value Commands::hset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
     if (a.size() % 2 != 0) {
         return Value::error(wrong_arity(name));
     }
-    Hash* h = hash_for_write(ks, a[1], now);
+    Hash* h = for_write<Hash>(ks, a[1], now);
     if (h == nullptr) {
         return err(kWrongType);
     }
@@ -774,7 +773,7 @@ Value Commands::hset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
 }
 
 Value Commands::hsetnx(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
-    Hash* h = hash_for_write(ks, a[1], now);
+    Hash* h = for_write<Hash>(ks, a[1], now);
     if (h == nullptr) {
         return err(kWrongType);
     }
@@ -783,7 +782,7 @@ Value Commands::hsetnx(Keyspace& ks, const Argv& a, TimeMs now, std::string_view
 
 Value Commands::hdel(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
     Entry* e = find(ks, a[1], now);
-    if (wrong_type_hash(e)) {
+    if (wrong_type<Hash>(e)) {
         return err(kWrongType);
     }
     if (e == nullptr) {
@@ -806,7 +805,7 @@ Value Commands::hincrby(Keyspace& ks, const Argv& a, TimeMs now, std::string_vie
         return err(kNotInteger);
     }
     Entry* e = find(ks, a[1], now);
-    if (wrong_type_hash(e)) {
+    if (wrong_type<Hash>(e)) {
         return err(kWrongType);
     }
     int64_t value = 0;
@@ -824,7 +823,7 @@ Value Commands::hincrby(Keyspace& ks, const Argv& a, TimeMs now, std::string_vie
     if (__builtin_add_overflow(value, *by, &result)) {
         return err("ERR increment or decrement would overflow");
     }
-    (*hash_for_write(ks, a[1], now))[a[2]] = std::to_string(result);
+    (*for_write<Hash>(ks, a[1], now))[a[2]] = std::to_string(result);
     return Value::integer_of(result);
 }
 

@@ -114,9 +114,6 @@ private:
         }
         return std::get_if<T>(&e->value);
     }
-    static Hash* hash_for_write(Keyspace& ks, std::string_view name, TimeMs now) {
-        return for_write<Hash>(ks, name, now);
-    }
     // Deletes `name` when the collection it holds has no item left.
     template <class T>
     static void drop_if_empty(Keyspace& ks, std::string_view name, const T& collection) {
@@ -151,17 +148,14 @@ private:
     static bool wrong_type(const Entry* e) {
         return e != nullptr && !std::holds_alternative<T>(e->value);
     }
+    // The T at a key for a read, empty when the key is missing (check wrong_type first).
+    template <class T>
+    static const T& or_empty(const Entry* e) {
+        static const T kEmpty;
+        return e == nullptr ? kEmpty : std::get<T>(e->value);
+    }
     // TYPE's name for a value: "string", "hash", "list", "set", "zset".
     static std::string_view type_name(const Entry& e);
-    static const std::string* as_string(const Entry* e) {
-        return e == nullptr ? nullptr : std::get_if<std::string>(&e->value);
-    }
-    static bool wrong_type_string(const Entry* e) {
-        return e != nullptr && !std::holds_alternative<std::string>(e->value);
-    }
-    static bool wrong_type_hash(const Entry* e) {
-        return e != nullptr && !std::holds_alternative<Hash>(e->value);
-    }
 
     // Reads.
     static Value get(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view);

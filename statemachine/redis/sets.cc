@@ -12,8 +12,7 @@ Value Commands::set_read(const Keyspace& ks, const Argv& a, TimeMs now, std::str
     if (wrong_type<Set>(e)) {
         return err(kWrongType);
     }
-    static const Set kEmpty;
-    const Set& set = e == nullptr ? kEmpty : std::get<Set>(e->value);
+    const Set& set = or_empty<Set>(e);
     if (name == "scard") {
         return Value::integer_of(static_cast<int64_t>(set.size()));
     }

@@ -137,8 +137,7 @@ Value Commands::zset_read(const Keyspace& ks, const Argv& a, TimeMs now, std::st
     if (wrong_type<ZSet>(e)) {
         return err(kWrongType);
     }
-    static const ZSet kEmpty;
-    const ZSet& z = e == nullptr ? kEmpty : std::get<ZSet>(e->value);
+    const ZSet& z = or_empty<ZSet>(e);
     if (name == "zcard") {
         return Value::integer_of(static_cast<int64_t>(z.size()));
     }
@@ -246,17 +245,18 @@ Value Commands::zrange(const Keyspace& ks, const Argv& a, TimeMs now, std::strin
         const auto size = static_cast<int64_t>(z->size());
         int64_t first = *start < 0 ? std::max<int64_t>(size + *start, 0) : *start;
         int64_t last = *stop < 0 ? size + *stop : std::min(*stop, size - 1);
+        // Ranks [first, last] counted from the lowest score, or from the highest with REV.
+        const auto add_ranks = [&](auto it) {
+            std::advance(it, first);
+            for (int64_t i = first; i <= last; ++i, ++it) {
+                add_item(out, *it, with_scores);
+            }
+        };
         if (first <= last && first < size) {
             if (reverse) {
-                auto it = std::next(z->order.rbegin(), first);
-                for (int64_t i = first; i <= last; ++i, ++it) {
-                    add_item(out, *it, with_scores);
-                }
+                add_ranks(z->order.rbegin());
             } else {
-                auto it = std::next(z->order.begin(), first);
-                for (int64_t i = first; i <= last; ++i, ++it) {
-                    add_item(out, *it, with_scores);
-                }
+                add_ranks(z->order.begin());
             }
         }
     }
