@@ -40,7 +40,8 @@
 #   BENCH_IDLE_TIMEOUT_MS  their session / lease timeout [10000]
 #   BENCH_REDIS_CLIENTS    redis.benchmark's connections (-c) [50]
 #   BENCH_REDIS_REQUESTS   its requests per command (-n) [100000]
-#   BENCH_REDIS_TESTS      its commands (-t), one at a time [set,get,incr,lpush,lpop,sadd,zadd]
+#   BENCH_REDIS_TESTS      its commands (-t; publish: PUBLISH to a subscriber), one at a time
+#                          [set,get,incr,lpush,lpop,sadd,zadd,publish]
 #   BENCH_OPEN_LOOP        open-loop runs of lock.uncontended and kv.write at these percentages
 #                          of the system's own closed-loop ops/s, with its largest client count
 #                          [50 90]; empty for none. Latency counts from each operation's intended
@@ -200,7 +201,7 @@ run_redis_benchmark() {
     esac
     python3 bench/redis_benchmark.py --system "$system" --endpoint "$endpoint" \
         --clients "${BENCH_REDIS_CLIENTS:-50}" --requests "${BENCH_REDIS_REQUESTS:-100000}" \
-        --tests "${BENCH_REDIS_TESTS:-set,get,incr,lpush,lpop,sadd,zadd}" --json "$out/results.jsonl" ||
+        --tests "${BENCH_REDIS_TESTS:-set,get,incr,lpush,lpop,sadd,zadd,publish}" --json "$out/results.jsonl" ||
         say "$system redis.benchmark: failed or a check failed (see above)"
 }
 

@@ -107,6 +107,13 @@ constexpr CounterInfo kCounters[] = {
     {"redis_scripts_over_budget_total",
      "Redis scripts this replica applied that stopped at their instruction budget.",
      &Metrics::redis_scripts_over_budget_total},
+    {"redis_publications_total",
+     "Redis PUBLISHes this replica applied, by a command or from a script (each one delivered "
+     "to this node's subscribers).",
+     &Metrics::redis_publications_total},
+    {"redis_messages_delivered_total",
+     "Published messages this node sent to its Redis subscribers (one per receiving connection).",
+     &Metrics::redis_messages_delivered_total},
     {"sql_statements_over_budget_total",
      "SQL statements this replica ran that stopped at their row budget (--sql-rows-max).",
      &Metrics::sql_statements_over_budget_total},

@@ -60,6 +60,8 @@ public:
     uint64_t redis_scripts_over_budget_total = 0;   // stopped by --script-instructions-max
     uint64_t sql_statements_over_budget_total = 0;  // stopped by --sql-rows-max
     uint64_t redis_reads_deferred_total = 0;        // loop turns that left Redis reads for later
+    uint64_t redis_publications_total = 0;          // PUBLISHes applied (commands and scripts)
+    uint64_t redis_messages_delivered_total = 0;    // to this node's subscribers
     uint64_t watch_events_total = 0;
     uint64_t lock_grants_pushed_total = 0;
     uint64_t sessions_expired_total = 0;  // expiries this node proposed as leader

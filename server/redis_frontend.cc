@@ -1,5 +1,10 @@
 #include "server/redis_frontend.h"
 
+#include <algorithm>
+#include <array>
+#include <set>
+#include <string_view>
+
 #include <fmt/format.h>
 
 #include "base/assert.h"
@@ -15,10 +20,25 @@ bool iequals(std::string_view a, std::string_view b) {
     return a.size() == b.size() && redis::lower(a) == redis::lower(b);
 }
 
-// Commands a connection may run before AUTH (Redis: AUTH, HELLO with AUTH, QUIT).
+// Commands a connection may run before AUTH (Redis: AUTH, HELLO with AUTH, QUIT, RESET).
 bool allowed_before_auth(std::string_view name) {
-    return iequals(name, "auth") || iequals(name, "hello") || iequals(name, "quit");
+    return iequals(name, "auth") || iequals(name, "hello") || iequals(name, "quit") ||
+           iequals(name, "reset");
 }
+
+// What a subscribed RESP2 connection may still run (Redis's list, less the sharded commands).
+bool allowed_when_subscribed(std::string_view lower_name) {
+    return lower_name == "subscribe" || lower_name == "psubscribe" || lower_name == "unsubscribe" ||
+           lower_name == "punsubscribe" || lower_name == "ping" || lower_name == "quit" ||
+           lower_name == "reset";
+}
+
+bool is_subscription_command(std::string_view name) {
+    return iequals(name, "subscribe") || iequals(name, "psubscribe") ||
+           iequals(name, "unsubscribe") || iequals(name, "punsubscribe");
+}
+
+using Kind = RedisSubscriptions::Kind;
 
 constexpr int kRedisLoginFailuresMax = 3;
 
@@ -46,10 +66,12 @@ void RedisFrontend::on_resp_certificate(net::ConnectionId id, const std::string&
     RL_ASSERT(c.user.empty());
     // Whether that user exists and what it may do is checked at each command, as after AUTH.
     c.user = common_name;
+    c.certificate_user = common_name;
     c.authenticated = true;
 }
 
 void RedisFrontend::on_resp_close(net::ConnectionId id) {
+    subscriptions_.remove_all(id);
     if (conns_.erase(id) > 0) {
         backend_.redis_closed(id);
     }
@@ -84,6 +106,9 @@ void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
             immediate = Value::error("NOAUTH Authentication required.");
         } else {
             immediate = redis::precheck(argv);
+            if (!immediate) {
+                immediate = subscribed_refusal(id, c, argv);
+            }
         }
         if (immediate) {
             ++c.next_dispatch;
@@ -96,7 +121,11 @@ void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
         }
         ++c.next_dispatch;
         if (route == redis::Route::kConnection) {
-            complete(c, index, run_local(c, argv));
+            if (is_subscription_command(argv[0])) {
+                c.pending[index].reply = run_subscription(id, c, argv);
+            } else {
+                complete(c, index, run_local(id, c, argv));
+            }
             continue;
         }
         c.pending[index].dispatched = true;
@@ -157,11 +186,16 @@ void RedisFrontend::flush(net::ConnectionId id, Conn& c) {
     }
 }
 
-Value RedisFrontend::run_local(Conn& c, const redis::Argv& argv) {
+Value RedisFrontend::run_local(net::ConnectionId id, Conn& c, const redis::Argv& argv) {
     const std::string name = redis::lower(argv[0]);
     if (name == "ping") {
         if (argv.size() > 2) {
             return Value::error(redis::wrong_arity("ping"));
+        }
+        if (c.protocol == 2 && subscriptions_.count(id) > 0) {
+            // A subscribed RESP2 client reads arrays only: Redis answers in a message's shape.
+            return Value::array(
+                {Value::bulk("pong"), Value::bulk(argv.size() == 2 ? argv[1] : std::string())});
         }
         return argv.size() == 2 ? Value::bulk(argv[1]) : Value::simple("PONG");
     }
@@ -217,7 +251,189 @@ Value RedisFrontend::run_local(Conn& c, const redis::Argv& argv) {
     if (name == "info") {
         return info(argv);
     }
+    if (name == "pubsub") {
+        return pubsub(c, argv);
+    }
+    if (name == "reset") {
+        return reset(id, c);
+    }
     RL_PANIC("a connection command without a handler");
+}
+
+std::optional<Value> RedisFrontend::subscribed_refusal(net::ConnectionId id,
+                                                       const Conn& c,
+                                                       const redis::Argv& argv) const {
+    if (c.protocol != 2 || subscriptions_.count(id) == 0) {
+        return std::nullopt;
+    }
+    const std::string name = redis::lower(argv[0]);
+    if (allowed_when_subscribed(name)) {
+        return std::nullopt;
+    }
+    return Value::error(
+        fmt::format("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT "
+                    "/ RESET are allowed in this context",
+                    name));
+}
+
+std::string RedisFrontend::run_subscription(net::ConnectionId id,
+                                            Conn& c,
+                                            const redis::Argv& argv) {
+    const std::string name = redis::lower(argv[0]);
+    const Kind kind = name.starts_with("p") ? Kind::kPattern : Kind::kChannel;
+    return name.ends_with("unsubscribe") ? unsubscribe(id, c, kind, argv)
+                                         : subscribe(id, c, kind, argv);
+}
+
+// SUBSCRIBE channel... / PSUBSCRIBE pattern...: one reply per argument, each counting the
+// connection's channels and patterns after it. All or nothing when over the connection's bound.
+std::string RedisFrontend::subscribe(net::ConnectionId id,
+                                     const Conn& c,
+                                     Kind kind,
+                                     const redis::Argv& argv) {
+    std::string out;
+    if (std::optional<std::string> refusal = backend_.redis_read_refusal(c.user)) {
+        net::encode_resp(Value::error(std::move(*refusal)), c.protocol, out);
+        return out;
+    }
+    const std::vector<std::string> held = subscriptions_.of(id, kind);
+    std::set<std::string_view> added;
+    size_t added_bytes = 0;
+    for (size_t i = 1; i < argv.size(); ++i) {
+        if (!std::binary_search(held.begin(), held.end(), argv[i]) &&
+            added.insert(argv[i]).second) {
+            added_bytes += argv[i].size();
+        }
+    }
+    if (subscriptions_.count(id) + added.size() > options_.subscriptions_max ||
+        subscriptions_.bytes(id) + added_bytes > options_.subscription_bytes_max) {
+        net::encode_resp(
+            Value::error(fmt::format("ERR raftlock: a connection may hold at most {} channels "
+                                     "and patterns, of {} bytes together",
+                                     options_.subscriptions_max, options_.subscription_bytes_max)),
+            c.protocol, out);
+        return out;
+    }
+    const char* word = kind == Kind::kChannel ? "subscribe" : "psubscribe";
+    for (size_t i = 1; i < argv.size(); ++i) {
+        subscriptions_.add(id, kind, argv[i]);
+        net::encode_resp(
+            Value::push({Value::bulk(word), Value::bulk(argv[i]),
+                         Value::integer_of(static_cast<int64_t>(subscriptions_.count(id)))}),
+            c.protocol, out);
+    }
+    RL_ASSERT(subscriptions_.count(id) <= options_.subscriptions_max);
+    return out;
+}
+
+// UNSUBSCRIBE [channel...] / PUNSUBSCRIBE [pattern...]: without arguments, from every one the
+// connection holds (in name order), or one reply with a nil name when it holds none.
+std::string RedisFrontend::unsubscribe(net::ConnectionId id,
+                                       const Conn& c,
+                                       Kind kind,
+                                       const redis::Argv& argv) {
+    const char* word = kind == Kind::kChannel ? "unsubscribe" : "punsubscribe";
+    const std::vector<std::string> names =
+        argv.size() > 1 ? std::vector<std::string>(argv.begin() + 1, argv.end())
+                        : subscriptions_.of(id, kind);
+    const auto count = [&] {
+        return Value::integer_of(static_cast<int64_t>(subscriptions_.count(id)));
+    };
+    std::string out;
+    if (names.empty()) {
+        net::encode_resp(Value::push({Value::bulk(word), Value::null(), count()}), c.protocol, out);
+        return out;
+    }
+    for (const std::string& name : names) {
+        subscriptions_.remove(id, kind, name);
+        net::encode_resp(Value::push({Value::bulk(word), Value::bulk(name), count()}), c.protocol,
+                         out);
+    }
+    return out;
+}
+
+// PUBSUB CHANNELS [pattern] | NUMSUB [channel...] | NUMPAT: this node's subscribers only (each
+// node delivers every message to its own).
+Value RedisFrontend::pubsub(const Conn& c, const redis::Argv& argv) const {
+    if (std::optional<std::string> refusal = backend_.redis_read_refusal(c.user)) {
+        return Value::error(std::move(*refusal));
+    }
+    const std::string sub = redis::lower(argv[1]);
+    const auto wrong_arity = [&] {
+        return Value::error(fmt::format(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+            argv[1]));
+    };
+    if (sub == "channels") {
+        if (argv.size() > 3) {
+            return wrong_arity();
+        }
+        std::vector<Value> out;
+        for (std::string& channel : subscriptions_.channels(
+                 argv.size() == 3 ? std::optional<std::string>(argv[2]) : std::nullopt)) {
+            out.push_back(Value::bulk(std::move(channel)));
+        }
+        return Value::array(std::move(out));
+    }
+    if (sub == "numsub") {
+        std::vector<Value> out;
+        for (size_t i = 2; i < argv.size(); ++i) {
+            out.push_back(Value::bulk(argv[i]));
+            out.push_back(
+                Value::integer_of(static_cast<int64_t>(subscriptions_.subscribers(argv[i]))));
+        }
+        return Value::array(std::move(out));
+    }
+    if (sub == "numpat") {
+        if (argv.size() != 2) {
+            return wrong_arity();
+        }
+        return Value::integer_of(static_cast<int64_t>(subscriptions_.pattern_count()));
+    }
+    return Value::error(fmt::format("ERR unknown subcommand '{}'. Try PUBSUB HELP.", argv[1]));
+}
+
+// RESET: the connection as a new one (Redis 6.2): no subscriptions, RESP2, no name, logged out
+// unless no password is needed (a client certificate's user stays: the certificate still holds).
+Value RedisFrontend::reset(net::ConnectionId id, Conn& c) {
+    subscriptions_.remove_all(id);
+    c.protocol = 2;
+    c.name.clear();
+    c.user = c.certificate_user;
+    c.authenticated = options_.password.empty() || !c.certificate_user.empty();
+    return Value::simple("RESET");
+}
+
+size_t RedisFrontend::publish(const std::string& channel, const std::string& message) {
+    size_t receivers = 0;
+    // A channel's subscribers get the same bytes for the same protocol: encoded once each.
+    std::array<std::string, 2> channel_message;
+    subscriptions_.for_each_receiver(
+        channel, [&](net::ConnectionId id, const std::string* pattern) {
+            auto it = conns_.find(id);
+            RL_ASSERT(it != conns_.end());  // a closed connection's subscriptions went with it
+            const Conn& c = it->second;
+            if (c.quitting || !output_.is_open(id)) {
+                return;
+            }
+            std::string bytes;
+            if (pattern != nullptr) {
+                net::encode_resp(Value::push({Value::bulk("pmessage"), Value::bulk(*pattern),
+                                              Value::bulk(channel), Value::bulk(message)}),
+                                 c.protocol, bytes);
+            } else {
+                std::string& cached = channel_message[c.protocol == 3 ? 1 : 0];
+                if (cached.empty()) {
+                    net::encode_resp(Value::push({Value::bulk("message"), Value::bulk(channel),
+                                                  Value::bulk(message)}),
+                                     c.protocol, cached);
+                }
+                bytes = cached;
+            }
+            output_.send(id, std::move(bytes));
+            ++receivers;
+        });
+    return receivers;
 }
 
 bool RedisFrontend::logged_in(const Conn& c) const {
@@ -330,7 +546,7 @@ Value RedisFrontend::client(Conn& c, const redis::Argv& argv) {
 Value RedisFrontend::command_info(const redis::Argv& argv) const {
     const auto describe = [](const redis::CommandSpec& spec) {
         const bool keyed = spec.route != redis::Route::kConnection && spec.name != "keys" &&
-                           spec.name != "scan" && spec.name != "dbsize" &&
+                           spec.name != "publish" && spec.name != "scan" && spec.name != "dbsize" &&
                            !spec.name.starts_with("flush") && spec.name != "script" &&
                            !spec.name.starts_with("eval");
         const bool many = spec.name == "del" || spec.name == "unlink" || spec.name == "exists" ||
@@ -391,6 +607,11 @@ Value RedisFrontend::info(const redis::Argv& argv) const {
     }
     if (wanted("clients")) {
         out += fmt::format("# Clients\r\nconnected_clients:{}\r\n\r\n", conns_.size());
+    }
+    if (wanted("stats")) {
+        out += fmt::format("# Stats\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\r\n",
+                           subscriptions_.channels(std::nullopt).size(),
+                           subscriptions_.pattern_count());
     }
     if (wanted("persistence")) {
         out += "# Persistence\r\nloading:0\r\n\r\n";

@@ -1,14 +1,24 @@
 #pragma once
 
 // The Redis front end (docs/redis-mode.md): one RESP connection's protocol state (RESP2 or 3,
-// authentication, name), the connection commands it answers itself (PING, ECHO, HELLO, AUTH,
-// SELECT, CLIENT, COMMAND, INFO, QUIT), and the order of replies.
+// authentication, name, subscriptions), the connection commands it answers itself (PING, ECHO,
+// HELLO, AUTH, SELECT, CLIENT, COMMAND, INFO, QUIT, RESET, and pub/sub's SUBSCRIBE, UNSUBSCRIBE,
+// PSUBSCRIBE, PUNSUBSCRIBE, PUBSUB), the order of replies, and the delivery of published messages
+// to this node's subscribers.
 //
 // Order: Redis runs a connection's commands one after another, so a reply must reflect every
 // earlier command of the connection and none of the later ones. Reads go through ReadIndex and
 // writes through the log, and the two can complete in either order; so consecutive commands of
 // the same route are in flight together (pipelining), and a command of another route waits until
 // they are all answered. Replies go out in command order whatever order they complete in.
+//
+// Pub/sub: a PUBLISH is a write; when this node applies it, the Replica calls publish(), which
+// sends the message to every subscribed connection here at once, between replies. A subscription
+// takes effect when its command runs, which is after every earlier command of the connection was
+// answered, so a RESP2 client (which cannot tell a message from a reply) never reads a message
+// before the reply to its SUBSCRIBE; in RESP2 a subscribed connection may then run only the pub/sub
+// commands, PING, QUIT and RESET, as in Redis. RESP3 messages are push frames, and any command
+// runs.
 //
 // No sockets: the runtime feeds it RESP commands (net::RespHandler) and it answers through
 // RespOutput; keyspace commands go to a RedisBackend (the Replica) and come back via on_reply.
@@ -20,6 +30,7 @@
 #include <string>
 
 #include "net/resp_listener.h"
+#include "server/redis_subscriptions.h"
 #include "statemachine/redis/commands.h"
 #include "statemachine/redis/value.h"
 
@@ -61,6 +72,11 @@ public:
     virtual bool redis_login(const std::string& /*user*/, const std::string& /*password*/) {
         return false;
     }
+    // Why `user` may not read the Redis keyspace (a NOPERM error), or nullopt when it may: what
+    // SUBSCRIBE, PSUBSCRIBE and PUBSUB need.
+    virtual std::optional<std::string> redis_read_refusal(const std::string& /*user*/) const {
+        return std::nullopt;
+    }
 };
 
 struct RedisFrontendOptions {
@@ -69,6 +85,10 @@ struct RedisFrontendOptions {
     // Redis's tls-auth-clients-user CN).
     bool certificate_user = false;
     size_t pipeline_max = 10000;  // commands queued or in flight per connection before pausing
+    // Channels and patterns one connection may subscribe to, and their bytes together: a client
+    // cannot grow the node's memory without bound by subscribing.
+    size_t subscriptions_max = 10000;
+    size_t subscription_bytes_max = 1u << 20;
     uint64_t node_id = 0;
     std::string version = "7.0.0";  // what HELLO and INFO report (the Redis API level we follow)
 };
@@ -88,6 +108,11 @@ public:
     void on_reply(net::ConnectionId id, uint64_t ticket, const redis::Value& value);
 
     size_t connection_count() const { return conns_.size(); }
+
+    // Delivers a message published on `channel` to this node's subscribers (when the node applies
+    // the PUBLISH); returns how many received it.
+    size_t publish(const std::string& channel, const std::string& message);
+    const RedisSubscriptions& subscriptions() const { return subscriptions_; }
     // Whether a reply to the connection would be sent: the backend skips work for one that is
     // gone (a pipelining client closed for not reading may have thousands of commands queued).
     bool awaits_reply(net::ConnectionId id) const {
@@ -104,8 +129,9 @@ private:
         std::string remote;
         std::string name;
         int protocol = 2;
-        bool authenticated = false;  // gave --redis-password (or none is needed)
-        std::string user;            // logged in as a cluster user (AUTH user pass)
+        bool authenticated = false;    // gave --redis-password (or none is needed)
+        std::string user;              // logged in as a cluster user (AUTH user pass)
+        std::string certificate_user;  // the client certificate's (--tls-client-cert-user)
         int failed_logins = 0;
         bool quitting = false;
         bool paused = false;
@@ -119,8 +145,24 @@ private:
     };
 
     void dispatch(net::ConnectionId id, Conn& c);
-    // Answers a connection command; false when the connection is to close after the reply.
-    redis::Value run_local(Conn& c, const redis::Argv& argv);
+    // The error for a command a subscribed RESP2 connection may not run, if argv is one.
+    std::optional<redis::Value> subscribed_refusal(net::ConnectionId id,
+                                                   const Conn& c,
+                                                   const redis::Argv& argv) const;
+    // Answers a connection command.
+    redis::Value run_local(net::ConnectionId id, Conn& c, const redis::Argv& argv);
+    // (P)SUBSCRIBE and (P)UNSUBSCRIBE: one reply per channel or pattern, encoded.
+    std::string run_subscription(net::ConnectionId id, Conn& c, const redis::Argv& argv);
+    std::string subscribe(net::ConnectionId id,
+                          const Conn& c,
+                          RedisSubscriptions::Kind kind,
+                          const redis::Argv& argv);
+    std::string unsubscribe(net::ConnectionId id,
+                            const Conn& c,
+                            RedisSubscriptions::Kind kind,
+                            const redis::Argv& argv);
+    redis::Value pubsub(const Conn& c, const redis::Argv& argv) const;
+    redis::Value reset(net::ConnectionId id, Conn& c);
     redis::Value hello(Conn& c, const redis::Argv& argv);
     // AUTH and HELLO AUTH: OK, or WRONGPASS (the third on a connection closes it).
     std::optional<redis::Value> log_in(Conn& c, const std::string& user, const std::string& pass);
@@ -135,6 +177,7 @@ private:
     RespOutput& output_;
     RedisBackend& backend_;
     std::map<net::ConnectionId, Conn> conns_;
+    RedisSubscriptions subscriptions_;
     uint64_t next_client_id_ = 1;
 };
 

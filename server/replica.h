@@ -125,6 +125,9 @@ public:
     bool redis_users_enabled() const override;
     bool redis_login(const std::string& user, const std::string& password) override;
     void redis_closed(net::ConnectionId id) override;
+    std::optional<std::string> redis_read_refusal(const std::string& user) const override;
+    // Sends an entry's publications to this node's subscribers; the last one's receivers.
+    size_t deliver_publications(const std::vector<redis::Publication>& published);
     std::string redis_replication_info() const override;
     size_t redis_key_count() const override;
 
@@ -292,8 +295,11 @@ private:
     void apply_entries(const std::vector<raft::Entry>& entries) override;
     void apply_snapshot(const raft::Snapshot& snapshot) override;
     void on_applied(const statemachine::Command& command, const statemachine::ApplyResult& result);
+    // `receivers`: how many of this node's subscribers got the entry's publication (what a
+    // PUBLISH answers).
     void answer_write(const statemachine::Command& command,
-                      const statemachine::ApplyResult& result);
+                      const statemachine::ApplyResult& result,
+                      size_t receivers);
     void register_wait(const WaitKey& key, const ClientRef& client);
     void resolve_waits_after_restore();
     void push_watch_events(const std::vector<statemachine::WatchTrigger>& triggers);

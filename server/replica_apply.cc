@@ -134,7 +134,10 @@ void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& resu
     for (const sql::StatementDone& done : result.sql_done) {
         metrics_.sql_statements_over_budget_total += sql::spent_row_budget(done.result) ? 1 : 0;
     }
-    answer_write(command, result);
+    // Publications reach this node's subscribers in log order, and before the reply to the
+    // PUBLISH (in Redis too, a connection subscribed to its own channel reads the message first).
+    const size_t receivers = deliver_publications(result.published);
+    answer_write(command, result, receivers);
     push_watch_events(result.triggers);
     for (const sm::LockGrant& grant : result.grants) {
         auto it = waiting_.find(WaitKey{grant.session, grant.name, grant.owner_tag});
@@ -198,7 +201,9 @@ void Replica::push_hold_revoked(const sm::HoldRevoked& revoked) {
 }
 
 // The reply to the write this entry carries, if this node's client is waiting for it.
-void Replica::answer_write(const sm::Command& command, const sm::ApplyResult& result) {
+void Replica::answer_write(const sm::Command& command,
+                           const sm::ApplyResult& result,
+                           size_t receivers) {
     auto it = pending_writes_.find(WriteKey{result.client_id, result.seq});
     if (it == pending_writes_.end() || result.seq == 0) {
         return;
@@ -216,7 +221,14 @@ void Replica::answer_write(const sm::Command& command, const sm::ApplyResult& re
         sql_answer(command, result, client);
         return;
     }
-    if (std::holds_alternative<sm::RedisCommand>(command.op)) {
+    if (const auto* op = std::get_if<sm::RedisCommand>(&command.op)) {
+        if (redis::lower(op->argv.front()) == "publish" && !result.response.redis.is_error()) {
+            // The state machine cannot know who listens here: PUBLISH answers this node's count
+            // (as a Redis Cluster node counts only its own clients).
+            RL_ASSERT(result.published.size() == 1);
+            redis_reply(client, redis::Value::integer_of(static_cast<int64_t>(receivers)));
+            return;
+        }
         redis_reply(client, result.response.redis);
         return;
     }

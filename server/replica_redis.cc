@@ -92,6 +92,24 @@ bool Replica::redis_login(const std::string& user, const std::string& password) 
     return matches;
 }
 
+std::optional<std::string> Replica::redis_read_refusal(const std::string& user) const {
+    const sm::Need needed{sm::Access::kRead, sm::Space::kRedis, ""};
+    if (sm_.auth().permits(user, needed)) {
+        return std::nullopt;
+    }
+    return "NOPERM " + sm::lacks_message(user, needed);
+}
+
+size_t Replica::deliver_publications(const std::vector<redis::Publication>& published) {
+    size_t receivers = 0;
+    for (const redis::Publication& p : published) {
+        ++metrics_.redis_publications_total;
+        receivers = redis_frontend_ == nullptr ? 0 : redis_frontend_->publish(p.channel, p.message);
+        metrics_.redis_messages_delivered_total += receivers;
+    }
+    return receivers;
+}
+
 void Replica::redis_closed(net::ConnectionId id) {
     redis_rates_.erase(id);
     drop_pending_writes(id);

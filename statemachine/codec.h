@@ -2,9 +2,9 @@
 
 // The binary form of commands on the Raft log, and of replies inside snapshots.
 //
-// Command format, version 6 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
+// Command format, version 7 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
 // length then the bytes):
-//   u8 version=6 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
+//   u8 version=7 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
 //   | u8 has_caller [count, (scheme, id)*] | user | u8 op tag (OpTag) | op fields in declaration
 //   order (command.h)
 // A Multi is a count then, per sub-op, a u8 tag (MultiOpTag) and its fields. An ACL is a count
@@ -15,7 +15,10 @@
 // prefix).
 //
 // Older versions still decode, so that logs written by earlier servers replay; encoding always
-// writes version 6. Version 5 (until 2026-11-30) has version 6's layout; what differs is the set
+// writes version 7. Version 6 (until 2026-11-30) has version 7's layout; what differs is, again,
+// the set of Redis commands: PUBLISH is an unknown command in a version 6 entry, and a server from
+// before version 7 stops at the first version 7 entry. Version 5 (until 2026-11-30) has version
+// 6's layout; what differs is the set
 // of Redis commands a RedisCommand may run (redis::CommandSpec::since_format): lists, sets and
 // sorted sets are unknown commands in a version 5 entry, as they were to the servers that applied
 // it, and a server from before version 6 stops at the first version 6 entry instead of answering
@@ -48,8 +51,9 @@
 
 namespace raftlock::statemachine {
 
-inline constexpr uint8_t kCommandFormatVersionV6 = 6;  // Redis lists, sets and sorted sets
-inline constexpr uint8_t kCommandFormatVersion = kCommandFormatVersionV6;
+inline constexpr uint8_t kCommandFormatVersionV7 = 7;  // Redis PUBLISH
+inline constexpr uint8_t kCommandFormatVersion = kCommandFormatVersionV7;
+inline constexpr uint8_t kCommandFormatVersionV6 = 6;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV5 = 5;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV4 = 4;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV3 = 3;  // decoded, never written
@@ -57,6 +61,7 @@ inline constexpr uint8_t kCommandFormatVersionV2 = 2;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV1 = 1;  // decoded, never written
 
 static_assert(redis::kRedisFormatCollections == kCommandFormatVersionV6);
+static_assert(redis::kRedisFormatPubSub == kCommandFormatVersionV7);
 static_assert(redis::kRedisFormatNewest == kCommandFormatVersion);
 
 // The op tags of version 2 on: numbers on disk, never reused or renumbered. Lock service ops in

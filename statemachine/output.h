@@ -114,6 +114,9 @@ struct ApplyResult {
     // SQL statements of any session that waited and finished in this entry (the server holding
     // the session's connection answers them).
     std::vector<sql::StatementDone> sql_done;
+    // A RedisCommand's PUBLISHes (its own, or its script's), in order: every node delivers them to
+    // its own subscribers.
+    std::vector<redis::Publication> published;
     friend bool operator==(const ApplyResult&, const ApplyResult&) = default;
 };
 

@@ -232,6 +232,7 @@ Response StateMachine::dispatch(SessionId session,
                                                          ? op.script_instructions_max
                                                          : kScriptInstructionsUnstamped,
                                                      format_);
+                    out.published = keyspace_.take_published();
                 }
             }
             return response;

@@ -280,6 +280,9 @@ std::string to_string(const ApplyResult& a) {
     for (const SessionEnded& e : a.sessions_ended) {
         out += fmt::format(" | ended s{} {}", e.session, to_string(e.reason));
     }
+    for (const redis::Publication& p : a.published) {
+        out += fmt::format(" | publish \"{}\" {} bytes", p.channel, p.message.size());
+    }
     return out;
 }
 

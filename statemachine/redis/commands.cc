@@ -95,8 +95,13 @@ constexpr std::array kCommands = {
     CommandSpec{"pexpire", -3, W},
     CommandSpec{"pexpireat", -3, W},
     CommandSpec{"ping", -1, C, false},
+    CommandSpec{"psubscribe", -2, C, false, kRedisFormatPubSub},
     CommandSpec{"pttl", 2, R},
+    CommandSpec{"publish", 3, W, true, kRedisFormatPubSub},
+    CommandSpec{"pubsub", -2, C, false, kRedisFormatPubSub},
+    CommandSpec{"punsubscribe", -1, C, false, kRedisFormatPubSub},
     CommandSpec{"quit", -1, C, false},
+    CommandSpec{"reset", 1, C, false, kRedisFormatPubSub},
     CommandSpec{"rpop", -2, W, true, kRedisFormatCollections},
     CommandSpec{"rpush", -3, W, true, kRedisFormatCollections},
     CommandSpec{"rpushx", -3, W, true, kRedisFormatCollections},
@@ -112,9 +117,11 @@ constexpr std::array kCommands = {
     CommandSpec{"smismember", -3, R, true, kRedisFormatCollections},
     CommandSpec{"srem", -3, W, true, kRedisFormatCollections},
     CommandSpec{"strlen", 2, R},
+    CommandSpec{"subscribe", -2, C, false, kRedisFormatPubSub},
     CommandSpec{"ttl", 2, R},
     CommandSpec{"type", 2, R},
     CommandSpec{"unlink", -2, W},
+    CommandSpec{"unsubscribe", -1, C, false, kRedisFormatPubSub},
     CommandSpec{"zadd", -4, W, true, kRedisFormatCollections},
     CommandSpec{"zcard", 2, R, true, kRedisFormatCollections},
     CommandSpec{"zcount", 4, R, true, kRedisFormatCollections},
@@ -920,6 +927,16 @@ Value Commands::eval(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
     return run_script(body, keys, args, call, limits);
 }
 
+// PUBLISH channel message: recorded for delivery by every node (Keyspace::take_published). How
+// many subscribers received it is a node's own figure, not the state machine's: the node that
+// answers the client replaces this 0 with its count (server/replica_apply.cc), and a script sees
+// 0 on every replica, where Redis would give its own count.
+Value Commands::publish(Keyspace& ks, const Argv& a, TimeMs, std::string_view, int) {
+    RL_ASSERT(a.size() == 3);
+    ks.published_.push_back(Publication{a[1], a[2]});
+    return Value::integer_of(0);
+}
+
 Value Commands::write(Keyspace& ks, const Argv& a, TimeMs now, int depth) {
     using Handler = Value (*)(Keyspace&, const Argv&, TimeMs, std::string_view, int);
     static const std::map<std::string_view, Handler> kHandlers = {
@@ -948,6 +965,7 @@ Value Commands::write(Keyspace& ks, const Argv& a, TimeMs now, int depth) {
         {"persist", persist},
         {"pexpire", expire},
         {"pexpireat", expire},
+        {"publish", publish},
         {"script", script},
         {"set", set},
         {"setnx", setnx},
@@ -987,6 +1005,7 @@ Value Keyspace::apply(const Argv& argv,
     RL_ASSERT(format >= 1 && format <= kRedisFormatNewest);
     script_instructions_max_ = script_instructions_max;
     format_ = format;
+    published_.clear();  // what an earlier entry published and nobody took
     if (argv.empty()) {
         return Value::error("ERR empty command");
     }

@@ -13,10 +13,12 @@
 namespace raftlock::statemachine::redis {
 
 // The command formats (statemachine/codec.h) that changed the set of Redis commands: lists, sets
-// and sorted sets came with format 6. Kept here so that the keyspace does not depend on the codec;
-// codec.h pins them to its own constants.
+// and sorted sets came with format 6, PUBLISH (and the pub/sub connection commands) with format 7.
+// Kept here so that the keyspace does not depend on the codec; codec.h pins them to its own
+// constants.
 inline constexpr uint8_t kRedisFormatCollections = 6;
-inline constexpr uint8_t kRedisFormatNewest = kRedisFormatCollections;
+inline constexpr uint8_t kRedisFormatPubSub = 7;
+inline constexpr uint8_t kRedisFormatNewest = kRedisFormatPubSub;
 
 enum class Route : uint8_t {
     kRead = 0,    // served from the local keyspace after a ReadIndex round (linearizable)

@@ -188,6 +188,7 @@ private:
     static Value hdel(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
     static Value hincrby(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int);
     static Value script(Keyspace& ks, const Argv& a, TimeMs, std::string_view, int);
+    static Value publish(Keyspace& ks, const Argv& a, TimeMs, std::string_view, int);
 
     // Lists (lists.cc).
     static Value list_read(const Keyspace& ks, const Argv& a, TimeMs now, std::string_view name);

@@ -25,7 +25,9 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "base/byte_io.h"
 #include "statemachine/redis/value.h"
@@ -48,6 +50,11 @@ public:
     // command format of the entry that carries it: a command added in a later format is unknown
     // there, as it was to the servers that wrote and applied that entry.
     Value apply(const Argv& argv, TimeMs now_ms, uint64_t script_instructions_max, uint8_t format);
+    // What the last apply published (PUBLISH, or redis.call('publish') in a script), in order;
+    // taking them leaves none. The keyspace keeps no record of a publication: a subscriber that
+    // is not connected when its node applies the entry never sees it (Redis's pub/sub delivers at
+    // most once too).
+    std::vector<Publication> take_published() { return std::exchange(published_, {}); }
     // A read-only command (Route::kRead) against the current state, served after ReadIndex.
     Value query(const Argv& argv, TimeMs now_ms) const;
 
@@ -105,6 +112,7 @@ private:
     // by apply for its duration).
     uint64_t script_instructions_max_ = 0;
     uint8_t format_ = 0;
+    std::vector<Publication> published_;  // by the entry being applied
 };
 
 // The key order's hash: 64-bit FNV-1a (stable across builds and machines).

@@ -80,4 +80,12 @@ struct Value {
 // Redis's argument vector: argv[0] is the command name (any case), the rest its arguments.
 using Argv = std::vector<std::string>;
 
+// A PUBLISH, by a command or from a script: part of what applying the entry produces, so that
+// every node delivers it to its own subscribers, in log order (docs/redis-mode.md, pub/sub).
+struct Publication {
+    std::string channel;
+    std::string message;
+    friend bool operator==(const Publication&, const Publication&) = default;
+};
+
 }  // namespace raftlock::statemachine::redis

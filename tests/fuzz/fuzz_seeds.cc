@@ -192,6 +192,10 @@ std::vector<std::string> keyspace_seeds() {
         "ZINCRBY z inf a\r\nZRANGE z (1 +inf BYSCORE REV LIMIT 0 1 WITHSCORES\r\n"
         "ZREMRANGEBYSCORE z -inf (2\r\nEVAL \"redis.call('zadd', KEYS[1], 1, 'm') return "
         "redis.call('zrank', KEYS[1], 'm')\" 1 z\r\nSCAN 0 TYPE zset\r\nPEXPIRE z 5\r\n");
+    // PUBLISH, alone and from a script that goes on writing after it (format 7).
+    seeds.push_back(
+        "PUBLISH c m\r\nEVAL \"redis.call('publish', KEYS[1], ARGV[1]) redis.call('set', "
+        "KEYS[1], ARGV[1]) return redis.call('publish', 'x', ARGV[1])\" 1 c hello\r\nGET c\r\n");
     return seeds;
 }
 

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -30,6 +31,7 @@ struct Machine {
     // The entry's command format: today's unless a test writes an older one (the layout of
     // version 5 is version 6's; only what the entry may run differs).
     uint8_t format = kCommandFormatVersion;
+    std::vector<redis::Publication> published;  // by the last run
 
     Value run(Argv argv, uint64_t origin = kOrigin, std::optional<uint64_t> at_seq = {}) {
         // In one expression: GCC 12 at -O1 doubts an argv assigned into a Command afterwards.
@@ -43,6 +45,7 @@ struct Machine {
         bytes.value()[0] = static_cast<char>(format);
         ApplyResult r = sm.apply(++index, bytes.value());
         REQUIRE(sm.check_invariants() == "");
+        published = std::move(r.published);
         return r.response.redis;
     }
     Value read(Argv argv) const { return sm.redis_query(argv); }

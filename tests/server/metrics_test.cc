@@ -272,7 +272,7 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
     std::map<std::string, std::string> types = e.types;
     std::map<std::string, std::string> values = e.values;
     CHECK(std::is_sorted(names.begin(), names.end()));
-    CHECK(names.size() == 24 + 1 + 4 + 4);
+    CHECK(names.size() == 26 + 1 + 4 + 4);
     for (const char* counter : {"raftlock_proposals_total",
                                 "raftlock_proposals_dropped_total",
                                 "raftlock_forwarded_writes_total",
@@ -291,6 +291,8 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
                                 "raftlock_sessions_expired_total",
                                 "raftlock_redis_reads_deferred_total",
                                 "raftlock_redis_scripts_over_budget_total",
+                                "raftlock_redis_publications_total",
+                                "raftlock_redis_messages_delivered_total",
                                 "raftlock_forwarded_internal_refused_total",
                                 "raftlock_auth_logins_total",
                                 "raftlock_auth_failures_total",

@@ -2,72 +2,14 @@
 // connection commands, AUTH, QUIT and backpressure. The backend here only records commands and
 // lets the test answer them in any order.
 
-#include "server/redis_frontend.h"
-
-#include <map>
 #include <string>
-#include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "redis_frontend_fixture.h"
+
 namespace raftlock::server {
-// Named, not anonymous: in a unity build its helpers stay apart from other test files'.
 namespace redis_frontend_test {
-
-using redis::Value;
-
-constexpr net::ConnectionId kConn = net::kRespConnectionBit | 1;
-
-struct Output final : RespOutput {
-    void send(net::ConnectionId, std::string bytes) override { sent += bytes; }
-    void close(net::ConnectionId) override { closed = true; }
-    void pause_reading(net::ConnectionId, bool paused) override { this->paused = paused; }
-    std::string sent;
-    bool closed = false;
-    bool paused = false;
-};
-
-struct Backend final : RedisBackend {
-    struct Call {
-        uint64_t ticket;
-        redis::Argv argv;
-        std::string user;
-    };
-    void redis_command(net::ConnectionId,
-                       uint64_t ticket,
-                       redis::Argv&& argv,
-                       const std::string& user) override {
-        calls.push_back(Call{ticket, std::move(argv), user});
-    }
-    bool redis_users_enabled() const override { return users; }
-    bool redis_login(const std::string& user, const std::string& password) override {
-        ++logins;
-        return user == "bob" && password == "secret";
-    }
-    bool users = false;
-    int logins = 0;
-    void redis_closed(net::ConnectionId) override { ++closes; }
-    std::string redis_replication_info() const override { return "role:master\r\n"; }
-    size_t redis_key_count() const override { return 3; }
-    std::vector<Call> calls;
-    int closes = 0;
-};
-
-struct Fixture {
-    explicit Fixture(RedisFrontendOptions options = {})
-        : frontend(std::move(options), output, backend) {
-        frontend.on_resp_open(kConn, "127.0.0.1:5000");
-    }
-    void command(redis::Argv argv) { frontend.on_resp_command(kConn, std::move(argv)); }
-    void answer(size_t call, Value v) {
-        frontend.on_reply(kConn, backend.calls.at(call).ticket, v);
-    }
-    std::string take() { return std::exchange(output.sent, {}); }
-
-    Output output;
-    Backend backend;
-    RedisFrontend frontend;
-};
 
 TEST_CASE("replies go out in command order whatever order they complete in", "[redis]") {
     Fixture f;

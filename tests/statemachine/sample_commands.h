@@ -122,6 +122,12 @@ inline std::vector<Command> sample_commands() {
     force.user = "alice";
     force.op = ForceRelease{"jobs/a", 42, 1234};
     out.push_back(force);
+    // A Redis PUBLISH (version 7): its entry is a RedisCommand like any other, and the entry's
+    // format is what lets it run.
+    Command publish;
+    publish.seq = 16;
+    publish.op = RedisCommand{0xfeedULL, {"PUBLISH", "locks", "released"}, 100000};
+    out.push_back(publish);
     return out;
 }
 

@@ -38,6 +38,11 @@ for proto in 2 3; do
     done
 done
 
+# Pub/sub on several connections at once, subscribers and publishers on different nodes (redis-cli
+# cannot: a SUBSCRIBE turns it into a listener).
+python3 "$here/pubsub_compat.py" "$REAL_REDIS_PORT" "${RAFTLOCK_REDIS_PORTS[@]}" ||
+    failures=$((failures + 1))
+
 redis-cli -p "${RAFTLOCK_REDIS_PORTS[1]}" <"$here/session_raftlock.redis" >"$WORK/own"
 compare "session_raftlock.redis (owner-checked release and extend)" \
     "$here/session_raftlock.expected" "$WORK/own"

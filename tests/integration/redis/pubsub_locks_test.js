@@ -1,0 +1,316 @@
+// Locks whose waiters wake on a release message (issue 22), against the three Redis ports of one
+// raftlock cluster, unmodified: npm simple-redis-mutex 3.0 on node-redis 5, and a Redisson-style
+// reentrant lock written here with Redisson's published algorithm (RedissonLock: a hash of owner
+// -> hold count with PEXPIRE, taken and released by Lua, the release PUBLISHed from the script on
+// redisson_lock__channel:{name}, waiters subscribed to it), since Redisson itself (Java) is not
+// installable here. Then the hand-off latency of those two against the polling libraries
+// (redis-semaphore's Mutex, redlock) on the same cluster.
+//
+// Each lock: workers spread over the three nodes loop lock -> read-modify-write of a counter ->
+// unlock; the counter must equal the number of critical sections (no lost update), and the most
+// holders at once must be 1. Pub/sub waiters must not poll: simple-redis-mutex's polling interval
+// is set to 60 s and the Redisson-style waiter waits for the message up to the lock's whole TTL,
+// so a lost release message would stall the run past its deadline.
+//
+// Hand-off: from the moment a holder calls its release to the moment a waiter (waiting since
+// before it) holds the lock. Measured first with two workers taking turns, one holding and one
+// waiting (each pub/sub lock's median must beat every polling library's), then with six: there
+// five pollers at staggered phases find a free lock about as soon as a message would tell them,
+// and each release message wakes every waiter to try (the herd both pub/sub designs accept), so
+// the Redis requests the cluster served per critical section (the admin ports'
+// raftlock_client_requests_total) are printed beside the hand-off.
+//
+//   node pubsub_locks_test.js PORT PORT PORT   (ADMIN_PORTS=a,b,c: the nodes' admin ports)
+'use strict';
+const Redis = require('ioredis');
+const { createClient } = require('redis');  // node-redis 5 (NODE_PATH puts it first)
+const srm = require('simple-redis-mutex');
+const { Mutex } = require('redis-semaphore');
+const Redlock = require('redlock');
+
+const http = require('http');
+
+const ports = process.argv.slice(2).map(Number);
+const adminPorts = (process.env.ADMIN_PORTS || '').split(',').filter(Boolean).map(Number);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// --- the Redisson-style lock ---------------------------------------------------------------------
+
+const LOCK_SCRIPT = `
+if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+return redis.call('pttl', KEYS[1])`;
+const UNLOCK_SCRIPT = `
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return nil
+end
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if counter > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+return 1`;
+const UNLOCK_MESSAGE = '0';
+
+// One client process's view, as Redisson has it: a command connection, a subscriber connection
+// shared by its waiters, and per lock name the waiters to wake.
+class RedissonLike {
+    constructor(port, id) {
+        this.redis = new Redis({ port, maxRetriesPerRequest: 5 });
+        this.sub = new Redis({ port, maxRetriesPerRequest: 5 });
+        this.id = id;
+        this.wakers = new Map();  // channel -> set of resolve functions
+        this.sub.on('message', (channel) => {
+            for (const wake of this.wakers.get(channel) || []) wake();
+        });
+    }
+    async lock(name, leaseMs, thread) {
+        const key = name;
+        const channel = `redisson_lock__channel:{${name}}`;
+        const owner = `${this.id}:${thread}`;
+        let ttl = await this.redis.eval(LOCK_SCRIPT, 1, key, leaseMs, owner);
+        if (ttl === null) return;
+        await this.sub.subscribe(channel);
+        try {
+            for (;;) {
+                ttl = await this.redis.eval(LOCK_SCRIPT, 1, key, leaseMs, owner);
+                if (ttl === null) return;
+                // Wait for the release message, or the holder's lease to run out.
+                await new Promise((resolve) => {
+                    const set = this.wakers.get(channel) || new Set();
+                    this.wakers.set(channel, set);
+                    const done = () => {
+                        set.delete(done);
+                        clearTimeout(timer);
+                        resolve();
+                    };
+                    const timer = setTimeout(done, Math.max(Number(ttl), 1));
+                    set.add(done);
+                });
+            }
+        } finally {
+            if (!this.wakers.get(channel)?.size) await this.sub.unsubscribe(channel);
+        }
+    }
+    async unlock(name, leaseMs, thread) {
+        const owner = `${this.id}:${thread}`;
+        return this.redis.eval(UNLOCK_SCRIPT, 2, name, `redisson_lock__channel:{${name}}`,
+                               UNLOCK_MESSAGE, leaseMs, owner);
+    }
+    close() {
+        this.redis.disconnect();
+        this.sub.disconnect();
+    }
+}
+
+// --- the shared workload -------------------------------------------------------------------------
+
+// Requests the cluster served so far, summed over the nodes' admin ports.
+async function served() {
+    let total = 0;
+    for (const port of adminPorts) {
+        const text = await new Promise((resolve, reject) => {
+            http.get({ port, path: '/metrics' }, (res) => {
+                let body = '';
+                res.on('data', (d) => { body += d; });
+                res.on('end', () => resolve(body));
+            }).on('error', reject);
+        });
+        const line = text.split('\n').find((l) => l.startsWith('raftlock_client_requests_total '));
+        if (!line) throw new Error(`no raftlock_client_requests_total on admin port ${port}`);
+        total += Number(line.split(' ')[1]);
+    }
+    return total;
+}
+
+// workers loop: acquire() -> counter += 1 (GET then SET) -> release(). Returns hand-off figures.
+async function contend(name, workers, rounds, makeWorker) {
+    const admin = new Redis({ port: ports[0] });
+    const counter = `pubsub-counter:${name}`;
+    await admin.del(counter);
+    let holders = 0;
+    let most = 0;
+    let lastRelease = 0;  // when the last release was called
+    let lastHolder = -1;
+    const handoffs = [];
+    const start = Date.now();
+    const made = await Promise.all(Array.from({ length: workers }, (_, w) => makeWorker(w)));
+    const servedBefore = await served();
+    await Promise.all(made.map(async (worker, w) => {
+        const client = new Redis({ port: ports[w % ports.length] });
+        for (let i = 0; i < rounds; i++) {
+            const asked = Date.now();
+            await worker.acquire();
+            const now = Date.now();
+            if (lastRelease > asked) handoffs.push(now - lastRelease);
+            lastHolder = w;
+            most = Math.max(most, ++holders);
+            const value = Number((await client.get(counter)) || 0);
+            await client.set(counter, String(value + 1));
+            await sleep(2);  // a short critical section: the others are waiting by now
+            holders--;
+            lastRelease = Date.now();
+            await worker.release();
+            // Outside the lock until a waiter took it over, rather than this worker taking it again
+            // at once (which would measure no hand-off): with two workers, until the other holds
+            // it (they alternate, one always waiting); with more, for 10-30 ms.
+            if (workers === 2) {
+                while (lastHolder === w && i + 1 < rounds) await sleep(1);
+            } else {
+                await sleep(10 + ((w * 7 + i * 13) % 20));
+            }
+        }
+        client.disconnect();
+    }));
+    // (GET and SET are 2 of each section's requests; the rest is the lock's.)
+    const requests = (await served()) - servedBefore;
+    await Promise.all(made.map((worker) => worker.close && worker.close()));
+    const got = Number(await admin.get(counter));
+    admin.disconnect();
+    const want = workers * rounds;
+    handoffs.sort((a, b) => a - b);
+    const pct = (p) => handoffs[Math.min(handoffs.length - 1, Math.floor(p * handoffs.length))];
+    const figures = { median: pct(0.5), p90: pct(0.9), count: handoffs.length };
+    console.log(`${name}, ${workers} workers: counter ${got} of ${want}, at most ${most} ` +
+                `holder(s), ${((Date.now() - start) / 1000).toFixed(1)} s; hand-off median ` +
+                `${figures.median} ms, p90 ${figures.p90} ms (${figures.count} hand-offs); ` +
+                `${(requests / want).toFixed(1)} requests served per critical section`);
+    if (most !== 1) throw new Error(`${name}: ${most} holders at once`);
+    if (got !== want) throw new Error(`${name}: lost updates: ${want - got}`);
+    // Two workers take turns: every acquisition but the first is a hand-off. With six, how many
+    // acquisitions find the lock free is a draw; the figures need one hand-off at least.
+    if (figures.count < (workers === 2 ? want - 1 : 1)) {
+        throw new Error(`${name}: only ${figures.count} hand-offs measured`);
+    }
+    if (adminPorts.length && requests < 3 * want) {
+        throw new Error(`${name}: ${requests} requests served for ${want} critical sections`);
+    }
+    return figures;
+}
+
+async function redissonProbe() {
+    // Reentrancy, refusal through another node, and the release message.
+    const a = new RedissonLike(ports[0], 'probe-a');
+    const b = new RedissonLike(ports[1], 'probe-b');
+    await a.lock('rlock-probe', 10000, 1);
+    await a.lock('rlock-probe', 10000, 1);  // reentrant: the same owner again
+    if ((await a.redis.hget('rlock-probe', 'probe-a:1')) !== '2') {
+        throw new Error('a reentrant lock does not count 2 holds');
+    }
+    const ttl = await b.redis.eval(LOCK_SCRIPT, 1, 'rlock-probe', 10000, 'probe-b:1');
+    if (ttl === null || ttl <= 0) throw new Error('a held lock was granted through another node');
+    const heard = new Promise((resolve) => b.sub.once('message', (ch, m) => resolve([ch, m])));
+    await b.sub.subscribe('redisson_lock__channel:{rlock-probe}');
+    if ((await a.unlock('rlock-probe', 10000, 1)) !== 0) throw new Error('first unlock != 0');
+    if ((await a.unlock('rlock-probe', 10000, 1)) !== 1) throw new Error('last unlock != 1');
+    const [channel, message] = await Promise.race([heard, sleep(5000).then(() => [])]);
+    if (channel !== 'redisson_lock__channel:{rlock-probe}' || message !== UNLOCK_MESSAGE) {
+        throw new Error(`the release message did not arrive on another node (${channel})`);
+    }
+    a.close();
+    b.close();
+    console.log('ok: Redisson-style lock: reentrant, refused through another node, release ' +
+                'published from the unlock script and heard on another node');
+}
+
+async function simpleRedisMutexProbe() {
+    const a = createClient({ socket: { port: ports[0] } });
+    const b = createClient({ socket: { port: ports[1] } });
+    await a.connect();
+    await b.connect();
+    const [held, release] = await srm.tryLock(a, 'srm-probe', { timeout: 10000 });
+    if (!held) throw new Error('simple-redis-mutex: a free lock was refused');
+    const [again] = await srm.tryLock(b, 'srm-probe', { timeout: 10000 });
+    if (again) throw new Error('simple-redis-mutex: a held lock was granted through another node');
+    const waited = Date.now();
+    const waiting = srm.lock(b, 'srm-probe', { timeout: 10000, pollingInterval: 60000 });
+    await sleep(100);
+    await release();
+    const next = await waiting;
+    if (!(next.fencingToken > release.fencingToken)) throw new Error('fencing tokens do not grow');
+    await next();
+    console.log(`ok: simple-redis-mutex: refused through another node, woken by the release ` +
+                `message in ${Date.now() - waited - 100} ms, fencing token ${release.fencingToken} ` +
+                `then ${next.fencingToken}`);
+    await a.quit();
+    await b.quit();
+}
+
+async function main() {
+    await redissonProbe();
+    await simpleRedisMutexProbe();
+
+    const libraries = {
+        // One client process per worker (its own subscriber), 30 s leases.
+        'Redisson-style lock': (w) => {
+            const c = new RedissonLike(ports[w % ports.length], `p${w}`);
+            return { acquire: () => c.lock('rlock', 30000, 1), release: () => c.unlock('rlock', 30000, 1), close: () => c.close() };
+        },
+        // Its subscriber is one per process (module state), on the first client it is given.
+        'simple-redis-mutex': (w) => {
+            let release = null;
+            return {
+                acquire: async () => {
+                    release = await srm.lock(srmClients[w % ports.length], 'srm', { timeout: 30000, pollingInterval: 60000 });
+                },
+                release: () => release(),
+            };
+        },
+        // The polling libraries at their default retry intervals.
+        'redis-semaphore Mutex (retries every 10 ms)': (w) => {
+            const c = new Redis({ port: ports[w % ports.length] });
+            let m = null;
+            return {
+                acquire: () => (m = new Mutex(c, 'poll-mutex', { lockTimeout: 30000, acquireTimeout: 60000 })).acquire(),
+                release: () => m.release(),
+                close: () => c.disconnect(),
+            };
+        },
+        'redlock (retries every 200 +- 100 ms)': (w) => {
+            const c = new Redis({ port: ports[w % ports.length] });
+            const redlock = new Redlock([c], { retryCount: 1000 });
+            let lock = null;
+            return {
+                acquire: async () => { lock = await redlock.lock('poll-redlock', 30000); },
+                release: () => lock.unlock(),
+                close: () => c.disconnect(),
+            };
+        },
+    };
+    const polls = (name) => !['Redisson-style lock', 'simple-redis-mutex'].includes(name);
+    const srmClients = await Promise.all(ports.map(async (port) => {
+        const c = createClient({ socket: { port } });
+        await c.connect();
+        return c;
+    }));
+    // One waiter at a time: the hand-off a waiter sees.
+    const alone = {};
+    for (const [name, make] of Object.entries(libraries)) {
+        alone[name] = await contend(name, 2, name.startsWith('redlock') ? 10 : 40, make);
+    }
+    for (const [name, figures] of Object.entries(alone)) {
+        for (const [other, theirs] of Object.entries(alone)) {
+            if (!polls(name) && polls(other) && !(figures.median < theirs.median)) {
+                throw new Error(`${name}'s hand-off (median ${figures.median} ms) does not beat ` +
+                                `${other}'s (${theirs.median} ms)`);
+            }
+        }
+    }
+    // Six workers over the three nodes: mutual exclusion under contention, and what polling costs.
+    for (const [name, make] of Object.entries(libraries)) {
+        await contend(name, 6, name.startsWith('redlock') ? 8 : 20, make);
+    }
+    console.log('ok: with one waiter, every pub/sub lock hands off faster than every polling library');
+    await Promise.all(srmClients.map((c) => c.quit()));
+    process.exit(0);  // simple-redis-mutex keeps its module-level subscriber open
+}
+
+main().catch((e) => {
+    console.error('FAIL:', e.message);
+    process.exit(1);
+});
