@@ -7,10 +7,14 @@ the next node; an INCR that failed may or may not have applied. The main process
 with SIGKILL after a while (scripts/cluster.sh kill), restarts it later, and at the end checks:
   - every SET that was acknowledged is there (and on every node);
   - acknowledged INCRs <= counter <= acknowledged + failed INCRs.
+With --node-workers, ioredis + redlock workers (failover_redlock.js) run beside them through the
+same kill: they check their own mutual exclusion, and their acknowledged INCRs and SETs join the
+checks above.
 
-    failover.py --cluster "CMD" PORT PORT PORT
+    failover.py --cluster "CMD" [--node-workers "NODE SCRIPT"] PORT PORT PORT
 """
 import argparse
+import json
 import multiprocessing
 import subprocess
 import sys
@@ -58,9 +62,15 @@ def main():
     parser.add_argument("--cluster", required=True, help="the scripts/cluster.sh command line")
     parser.add_argument("--workers", type=int, default=6)
     parser.add_argument("--seconds", type=float, default=8)
+    parser.add_argument("--node-workers", help="a command run with SECONDS PORTS... appended")
     parser.add_argument("ports", type=int, nargs="+")
     args = parser.parse_args()
     cluster = args.cluster.split()
+
+    node = None
+    if args.node_workers:
+        node = subprocess.Popen(args.node_workers.split() + [str(args.seconds)] +
+                                [str(p) for p in args.ports], stdout=subprocess.PIPE, text=True)
 
     results = multiprocessing.Queue()
     procs = [multiprocessing.Process(target=worker, args=(i, args.ports, args.seconds, results))
@@ -71,6 +81,8 @@ def main():
     victim = leader_slot(cluster)
     if victim is None:
         print("FAIL: no leader to kill", file=sys.stderr)
+        if node is not None:
+            node.kill()
         return 1
     subprocess.run(cluster + ["kill", victim], check=True, capture_output=True)
     killed_at = time.monotonic()
@@ -82,11 +94,19 @@ def main():
     outcomes = [results.get(timeout=120) for _ in procs]
     for p in procs:
         p.join()
+    status = 0
+    if node is not None:
+        out, _ = node.communicate(timeout=120)
+        if node.returncode != 0:
+            print(f"FAIL: {args.node_workers} exited {node.returncode}", file=sys.stderr)
+            status = 1
+        else:
+            theirs = json.loads(out.strip().splitlines()[-1])
+            outcomes.append((theirs["acked_incr"], theirs["failed_incr"], theirs["acked_keys"]))
     acked = sum(o[0] for o in outcomes)
     failed = sum(o[1] for o in outcomes)
     keys = [k for o in outcomes for k in o[2]]
 
-    status = 0
     # Reads are linearizable on every node: each must have every acknowledged key. The restarted
     # node may still be catching up; a read there waits for ReadIndex, so it sees them too.
     for port in args.ports:
