@@ -27,6 +27,7 @@ FAMILIES = {
     "redis-setnx-expire": Family(REDIS_TARGETS),
     "redis-set-nx-px": Family(REDIS_TARGETS),
     "redis-watchdog": Family(REDIS_TARGETS),
+    "redisson-pubsub": Family(REDIS_TARGETS),
     "redlock": Family(("redis5",)),
     "sql-unique-row": Family(SQL_TARGETS, prepare=True),
     "sql-for-update": Family(SQL_TARGETS, prepare=True),

@@ -272,6 +272,122 @@ class Watchdog(SetNxPx):
         super().close()
 
 
+class RedissonLock(RedisRecipe):
+    """Redisson's RLock (RedissonLock), over redis-py: the lock is a hash of owner -> hold count
+    with a TTL, taken by a script that answers the holder's PTTL when refused; a waiter SUBSCRIBEs
+    to the lock's channel and tries again when the release message comes, or when the holder's TTL
+    runs out; the release script PUBLISHes on that channel. While held, Redisson's watchdog resets
+    the TTL every TTL/3 and stops (telling the holder) when the hash no longer names it."""
+
+    reports_from_thread = True  # the renewal thread tells the holder (worker.py)
+    LOCK = """
+if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+return redis.call('pttl', KEYS[1])
+"""
+    UNLOCK = """
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return nil
+end
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if counter > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+return 1
+"""
+    RENEW = """
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return 1
+end
+return 0
+"""
+    UNLOCK_MESSAGE = "0"
+
+    def __init__(self, args, endpoints, rng):
+        super().__init__(args, endpoints, rng)
+        self.channel = f"redisson_lock__channel:{{{self.key}}}"
+        self.owner = None  # uuid:thread, as Redisson names a holder; set while we may hold it
+        self.renewer = None
+
+    def try_lock(self):
+        return self.servers.client.eval(self.LOCK, 1, self.key, self.ttl_ms, self.owner)
+
+    def acquire(self):
+        self.owner = f"{uuid.uuid4()}:1"
+        deadline = time.monotonic() + self.wait_s
+        pubsub = None
+        try:
+            if self.try_lock() is None:
+                return True
+            pubsub = self.servers.client.pubsub(ignore_subscribe_messages=True)
+            pubsub.subscribe(self.channel)
+            while True:
+                ttl_ms = self.try_lock()  # subscribed first, so no release goes unheard
+                if ttl_ms is None:
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.owner = None
+                    return False
+                pubsub.get_message(timeout=min(max(int(ttl_ms), 1) / 1000, left))
+        except redis.RedisError as e:
+            raise outcome("RLock.lock", e)
+        finally:
+            if pubsub is not None:
+                pubsub.close()
+
+    def reacquire(self):
+        """The watchdog's renewal (Renewer calls it)."""
+        if self.servers.client.eval(self.RENEW, 1, self.key, self.ttl_ms, self.owner) != 1:
+            raise redis.exceptions.LockNotOwnedError("the lock's hash no longer names us")
+
+    def held(self, on_lost):
+        self.renewer = Renewer(self, self.ttl_ms / 3000, on_lost)
+        self.renewer.start()
+
+    def stop_renewing(self):
+        if self.renewer is not None:
+            self.renewer.stop()
+            self.renewer = None
+
+    def release(self):
+        self.stop_renewing()
+        try:
+            released = self.servers.client.eval(self.UNLOCK, 2, self.key, self.channel,
+                                                self.UNLOCK_MESSAGE, self.ttl_ms, self.owner)
+        except redis.RedisError as e:
+            raise outcome("RLock.unlock", e)
+        if released is None:
+            self.owner = None
+            raise NotHeld("RLock.unlock: the lock's hash no longer names us")
+        self.owner = None
+
+    def abandon(self):
+        self.stop_renewing()
+        if self.owner is None:
+            return
+        for _ in self.servers.endpoints:
+            try:
+                self.servers.client.eval(self.UNLOCK, 2, self.key, self.channel,
+                                         self.UNLOCK_MESSAGE, self.ttl_ms, self.owner)
+                break
+            except redis.RedisError as e:
+                log(f"cleanup on {self.servers.endpoints[self.servers.index]}: {e}")
+                self.servers.advance()
+        self.owner = None
+
+    def close(self):
+        self.stop_renewing()
+        super().close()
+
+
 class Renewer:
     def __init__(self, lock, interval_s, on_lost):
         self.lock = lock

@@ -37,6 +37,7 @@ LOCK_FAMILIES = {
     "redis-setnx-expire": recipes_redis.SetnxExpire,
     "redis-set-nx-px": recipes_redis.SetNxPx,
     "redis-watchdog": recipes_redis.Watchdog,
+    "redisson-pubsub": recipes_redis.RedissonLock,
     "redlock": recipes_redis.Redlock,
     "sql-unique-row": recipes_sql.UniqueRow,
     "sql-for-update": recipes_sql.ForUpdate,
