@@ -222,7 +222,8 @@ void Replica::answer_write(const sm::Command& command,
         return;
     }
     if (const auto* op = std::get_if<sm::RedisCommand>(&command.op)) {
-        if (redis::lower(op->argv.front()) == "publish" && !result.response.redis.is_error()) {
+        if (!op->argv.empty() && redis::lower(op->argv.front()) == "publish" &&
+            !result.response.redis.is_error()) {
             // The state machine cannot know who listens here: PUBLISH answers this node's count
             // (as a Redis Cluster node counts only its own clients).
             RL_ASSERT(result.published.size() == 1);
