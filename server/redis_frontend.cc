@@ -1,6 +1,5 @@
 #include "server/redis_frontend.h"
 
-#include <algorithm>
 #include <array>
 #include <set>
 #include <string_view>
@@ -296,12 +295,10 @@ std::string RedisFrontend::subscribe(net::ConnectionId id,
         net::encode_resp(Value::error(std::move(*refusal)), c.protocol, out);
         return out;
     }
-    const std::vector<std::string> held = subscriptions_.of(id, kind);
     std::set<std::string_view> added;
     size_t added_bytes = 0;
     for (size_t i = 1; i < argv.size(); ++i) {
-        if (!std::binary_search(held.begin(), held.end(), argv[i]) &&
-            added.insert(argv[i]).second) {
+        if (!subscriptions_.holds(id, kind, argv[i]) && added.insert(argv[i]).second) {
             added_bytes += argv[i].size();
         }
     }
@@ -610,8 +607,7 @@ Value RedisFrontend::info(const redis::Argv& argv) const {
     }
     if (wanted("stats")) {
         out += fmt::format("# Stats\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\r\n",
-                           subscriptions_.channels(std::nullopt).size(),
-                           subscriptions_.pattern_count());
+                           subscriptions_.channel_count(), subscriptions_.pattern_count());
     }
     if (wanted("persistence")) {
         out += "# Persistence\r\nloading:0\r\n\r\n";

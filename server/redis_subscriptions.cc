@@ -54,9 +54,13 @@ std::vector<std::string> RedisSubscriptions::of(net::ConnectionId id, Kind kind)
     if (it == held_.end()) {
         return {};
     }
-    const std::set<std::string>& set =
-        kind == Kind::kChannel ? it->second.channels : it->second.patterns;
+    const std::set<std::string>& set = names(it->second, kind);
     return {set.begin(), set.end()};
+}
+
+bool RedisSubscriptions::holds(net::ConnectionId id, Kind kind, const std::string& name) const {
+    auto it = held_.find(id);
+    return it != held_.end() && names(it->second, kind).contains(name);
 }
 
 size_t RedisSubscriptions::count(net::ConnectionId id) const {

@@ -31,6 +31,7 @@ public:
 
     // The connection's subscriptions of one kind, in name order.
     std::vector<std::string> of(net::ConnectionId id, Kind kind) const;
+    bool holds(net::ConnectionId id, Kind kind, const std::string& name) const;
     // Channels and patterns together: what SUBSCRIBE's replies count.
     size_t count(net::ConnectionId id) const;
     // Bytes of the connection's channel names and patterns (the per-connection bound).
@@ -59,6 +60,8 @@ public:
     std::vector<std::string> channels(const std::optional<std::string>& pattern) const;
     // PUBSUB NUMSUB: a channel's subscribers (patterns not counted, as in Redis).
     size_t subscribers(const std::string& channel) const;
+    // Channels with a subscriber (INFO's pubsub_channels).
+    size_t channel_count() const { return channels_.size(); }
     // PUBSUB NUMPAT: distinct patterns with a subscriber.
     size_t pattern_count() const { return patterns_.size(); }
 
@@ -76,6 +79,9 @@ private:
     static bool matches(std::string_view pattern, std::string_view channel);
     Index& index(Kind kind) { return kind == Kind::kChannel ? channels_ : patterns_; }
     static std::set<std::string>& names(Held& held, Kind kind) {
+        return kind == Kind::kChannel ? held.channels : held.patterns;
+    }
+    static const std::set<std::string>& names(const Held& held, Kind kind) {
         return kind == Kind::kChannel ? held.channels : held.patterns;
     }
 

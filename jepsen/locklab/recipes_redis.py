@@ -114,11 +114,15 @@ class RedisRecipe:
         self.servers.close()
 
     def delete_if(self, value):
-        """Compare-and-delete `value` on the first server that answers, the current one first:
-        after an unknown outcome the key may be ours. When none answers, the key's TTL ends it."""
+        """Compare-and-delete `value`: after an unknown outcome the key may be ours."""
+        self.clean_up(COMPARE_AND_DELETE, 1, self.key, value)
+
+    def clean_up(self, script, *numkeys_keys_args):
+        """Runs a releasing script on the first server that answers, the current one first. When
+        none answers, the key's TTL ends the lock."""
         for _ in self.servers.endpoints:
             try:
-                self.servers.client.eval(COMPARE_AND_DELETE, 1, self.key, value)
+                self.servers.client.eval(script, *numkeys_keys_args)
                 return
             except redis.RedisError as e:
                 log(f"cleanup on {self.servers.endpoints[self.servers.index]}: {e}")
@@ -357,31 +361,25 @@ return 0
             self.renewer.stop()
             self.renewer = None
 
+    def unlock_args(self):
+        return (self.UNLOCK, 2, self.key, self.channel, self.UNLOCK_MESSAGE, self.ttl_ms,
+                self.owner)
+
     def release(self):
         self.stop_renewing()
         try:
-            released = self.servers.client.eval(self.UNLOCK, 2, self.key, self.channel,
-                                                self.UNLOCK_MESSAGE, self.ttl_ms, self.owner)
+            released = self.servers.client.eval(*self.unlock_args())
         except redis.RedisError as e:
             raise outcome("RLock.unlock", e)
-        if released is None:
-            self.owner = None
-            raise NotHeld("RLock.unlock: the lock's hash no longer names us")
         self.owner = None
+        if released is None:
+            raise NotHeld("RLock.unlock: the lock's hash no longer names us")
 
     def abandon(self):
         self.stop_renewing()
-        if self.owner is None:
-            return
-        for _ in self.servers.endpoints:
-            try:
-                self.servers.client.eval(self.UNLOCK, 2, self.key, self.channel,
-                                         self.UNLOCK_MESSAGE, self.ttl_ms, self.owner)
-                break
-            except redis.RedisError as e:
-                log(f"cleanup on {self.servers.endpoints[self.servers.index]}: {e}")
-                self.servers.advance()
-        self.owner = None
+        if self.owner is not None:
+            self.clean_up(*self.unlock_args())
+            self.owner = None
 
     def close(self):
         self.stop_renewing()
