@@ -37,6 +37,13 @@ bool is_subscription_command(std::string_view name) {
            iequals(name, "unsubscribe") || iequals(name, "punsubscribe");
 }
 
+// The transaction commands answered by transaction_local (UNWATCH is an ordinary connection
+// command: it may be queued).
+bool is_transaction_command(std::string_view name) {
+    return iequals(name, "multi") || iequals(name, "exec") || iequals(name, "discard") ||
+           iequals(name, "watch");
+}
+
 using Kind = RedisSubscriptions::Kind;
 
 constexpr int kRedisLoginFailuresMax = 3;
@@ -99,7 +106,9 @@ void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
     c.dispatching = true;
     while (c.next_dispatch < c.pending.size() && !c.quitting) {
         const size_t index = c.next_dispatch;
-        const redis::Argv& argv = c.pending[index].argv;
+        // A deque's elements stay where they are while it grows; only flush() pops, after this.
+        Pending& pending = c.pending[index];
+        const redis::Argv& argv = pending.argv;
         std::optional<Value> immediate;
         if (!logged_in(c) && !allowed_before_auth(argv[0])) {
             immediate = Value::error("NOAUTH Authentication required.");
@@ -109,31 +118,56 @@ void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
                 immediate = subscribed_refusal(id, c, argv);
             }
         }
+        if (c.multi && !runs_inside_multi(argv)) {
+            // After MULTI (redis_transactions.cc): a refused command fails the transaction, the
+            // others wait for EXEC. Either way the reply needs nothing in flight.
+            ++c.next_dispatch;
+            if (immediate) {
+                c.multi->failed = true;
+                complete(c, index, *immediate);
+            } else {
+                complete(c, index, queue(c, std::move(pending.argv)));
+            }
+            continue;
+        }
         if (immediate) {
             ++c.next_dispatch;
             complete(c, index, *immediate);
             continue;
         }
-        const redis::Route route = redis::route_of(argv);
+        const Step step = step_of(c, argv);
+        const redis::Route route = step == Step::kWatch   ? redis::Route::kRead
+                                   : step == Step::kExec  ? redis::Route::kWrite
+                                   : step == Step::kLocal ? redis::Route::kConnection
+                                                          : redis::route_of(argv);
         if (c.in_flight > 0 && (route == redis::Route::kConnection || route != c.in_flight_route)) {
             break;  // waits for the commands in flight: see the header on order
         }
         ++c.next_dispatch;
-        if (route == redis::Route::kConnection) {
+        if (step == Step::kLocal) {
             if (is_subscription_command(argv[0])) {
-                c.pending[index].reply = run_subscription(id, c, argv);
+                pending.reply = run_subscription(id, c, argv);
+            } else if (is_transaction_command(argv[0])) {
+                pending.reply = transaction_local(id, c, argv);
             } else {
                 complete(c, index, run_local(id, c, argv));
             }
             continue;
         }
-        c.pending[index].dispatched = true;
+        pending.dispatched = true;
+        pending.step = step;
         ++c.in_flight;
         c.in_flight_route = route;
-        // The arguments are not needed here once dispatched: hand them over instead of copying.
+        const uint64_t ticket = c.first_ticket + index;
         // The backend may answer at once (an error): on_reply completes it, and this loop goes on.
-        backend_.redis_command(id, c.first_ticket + index, std::move(c.pending[index].argv),
-                               c.user);
+        if (step == Step::kWatch) {
+            backend_.redis_watch(id, ticket, c.user);  // the keys stay here, for the reply
+        } else if (step == Step::kExec) {
+            backend_.redis_transaction(id, ticket, take_transaction(c, pending), c.user);
+        } else {
+            // The arguments are not needed here once dispatched: hand them over, not a copy.
+            backend_.redis_command(id, ticket, std::move(pending.argv), c.user);
+        }
     }
     c.dispatching = false;
     flush(id, c);
@@ -147,10 +181,19 @@ void RedisFrontend::on_reply(net::ConnectionId id, uint64_t ticket, const Value&
     Conn& c = it->second;
     RL_ASSERT(ticket >= c.first_ticket && ticket - c.first_ticket < c.pending.size());
     const size_t index = ticket - c.first_ticket;
-    RL_ASSERT(c.pending[index].dispatched && !c.pending[index].reply);
+    Pending& pending = c.pending[index];
+    RL_ASSERT(pending.dispatched && !pending.reply);
     RL_ASSERT(c.in_flight > 0);
     --c.in_flight;
-    complete(c, index, value);
+    if (pending.step == Step::kWatch && value.kind == Value::Kind::kInteger) {
+        watch(c, pending.argv, static_cast<uint64_t>(value.integer));
+        complete(c, index, Value::ok());
+    } else if (pending.step == Step::kExec) {
+        pending.reply = exec_reply(id, c, pending.queued, value);
+        pending.queued.clear();
+    } else {
+        complete(c, index, value);
+    }
     if (!c.dispatching) {
         dispatch(id, c);  // starts what waited for this reply, and flushes
     }
@@ -255,6 +298,11 @@ Value RedisFrontend::run_local(net::ConnectionId id, Conn& c, const redis::Argv&
     }
     if (name == "reset") {
         return reset(id, c);
+    }
+    if (name == "unwatch") {
+        c.watched.clear();
+        c.watched_bytes = 0;
+        return Value::ok();
     }
     RL_PANIC("a connection command without a handler");
 }
@@ -390,10 +438,14 @@ Value RedisFrontend::pubsub(const Conn& c, const redis::Argv& argv) const {
     return Value::error(fmt::format("ERR unknown subcommand '{}'. Try PUBSUB HELP.", argv[1]));
 }
 
-// RESET: the connection as a new one (Redis 6.2): no subscriptions, RESP2, no name, logged out
-// unless no password is needed (a client certificate's user stays: the certificate still holds).
+// RESET: the connection as a new one (Redis 6.2): no subscriptions, no transaction or watched key,
+// RESP2, no name, logged out unless no password is needed (a client certificate's user stays: the
+// certificate still holds).
 Value RedisFrontend::reset(net::ConnectionId id, Conn& c) {
     subscriptions_.remove_all(id);
+    c.multi.reset();
+    c.watched.clear();
+    c.watched_bytes = 0;
     c.protocol = 2;
     c.name.clear();
     c.user = c.certificate_user;

@@ -2,9 +2,9 @@
 
 // The Redis front end (docs/redis-mode.md): one RESP connection's protocol state (RESP2 or 3,
 // authentication, name, subscriptions), the connection commands it answers itself (PING, ECHO,
-// HELLO, AUTH, SELECT, CLIENT, COMMAND, INFO, QUIT, RESET, and pub/sub's SUBSCRIBE, UNSUBSCRIBE,
-// PSUBSCRIBE, PUNSUBSCRIBE, PUBSUB), the order of replies, and the delivery of published messages
-// to this node's subscribers.
+// HELLO, AUTH, SELECT, CLIENT, COMMAND, INFO, QUIT, RESET, pub/sub's SUBSCRIBE, UNSUBSCRIBE,
+// PSUBSCRIBE, PUNSUBSCRIBE, PUBSUB, and the transactions' MULTI, EXEC, DISCARD, WATCH, UNWATCH),
+// the order of replies, and the delivery of published messages to this node's subscribers.
 //
 // Order: Redis runs a connection's commands one after another, so a reply must reflect every
 // earlier command of the connection and none of the later ones. Reads go through ReadIndex and
@@ -19,6 +19,13 @@
 // before the reply to its SUBSCRIBE; in RESP2 a subscribed connection may then run only the pub/sub
 // commands, PING, QUIT and RESET, as in Redis. RESP3 messages are push frames, and any command
 // runs.
+//
+// Transactions (redis_transactions.cc): after MULTI, commands are checked and queued (QUEUED) until
+// EXEC sends the queued keyspace commands and the watched keys to the backend as one entry; the
+// connection commands among them (PING, ECHO, CLIENT, SUBSCRIBE, ...) run here when the reply
+// comes back, each at its place in the EXEC reply, as Redis runs them. WATCH is a read served by
+// the backend, which answers the applied index of the state it was served at; EXEC then aborts
+// when the state machine finds a watched key changed after that index.
 //
 // No sockets: the runtime feeds it RESP commands (net::RespHandler) and it answers through
 // RespOutput; keyspace commands go to a RedisBackend (the Replica) and come back via on_reply.
@@ -61,6 +68,16 @@ public:
                                uint64_t ticket,
                                redis::Argv&& argv,
                                const std::string& user) = 0;
+    // WATCH: answered, once the node may serve reads (ReadIndex), with the applied index of the
+    // state it served at, as an integer reply (or an error).
+    virtual void redis_watch(net::ConnectionId id, uint64_t ticket, const std::string& user) = 0;
+    // EXEC: the transaction's keyspace commands (each passed redis::precheck) and watched keys, as
+    // one write; answered with the array of their replies, a null array when a watched key
+    // changed, or an error.
+    virtual void redis_transaction(net::ConnectionId id,
+                                   uint64_t ticket,
+                                   redis::Transaction&& transaction,
+                                   const std::string& user) = 0;
     virtual void redis_closed(net::ConnectionId id) = 0;
     // The replication section of INFO: "role:master" or "role:slave", and more fields.
     virtual std::string redis_replication_info() const = 0;
@@ -90,6 +107,9 @@ struct RedisFrontendOptions {
     size_t subscriptions_max = 10000;
     size_t subscription_bytes_max = 1u << 20;
     uint64_t node_id = 0;
+    // The keys one connection may watch at once, and their bytes together.
+    size_t watched_keys_max = 10000;
+    size_t watched_bytes_max = 1u << 20;
     std::string version = "7.0.0";  // what HELLO and INFO report (the Redis API level we follow)
 };
 
@@ -120,10 +140,27 @@ public:
     }
 
 private:
+    // How a command is run, which decides what it may run beside (see the header on order).
+    enum class Step : uint8_t {
+        kKeyspace,  // a read or a write: redis_command
+        kLocal,     // answered here at once
+        kWatch,     // WATCH: a read (redis_watch)
+        kExec,      // EXEC of a transaction with something to send: a write (redis_transaction)
+    };
     struct Pending {
-        redis::Argv argv;                  // moved to the backend when dispatched
+        redis::Argv argv;                  // moved to the backend when dispatched (kept for WATCH)
         std::optional<std::string> reply;  // encoded, once known
         bool dispatched = false;
+        Step step = Step::kKeyspace;
+        std::vector<redis::Argv> queued;  // EXEC: every queued command, to build its reply
+    };
+    // MULTI until EXEC or DISCARD: the commands queued, and whether one was refused (EXEC then
+    // answers EXECABORT, as Redis does).
+    struct Multi {
+        std::vector<redis::Argv> queued;
+        size_t args = 0;
+        size_t bytes = 0;
+        bool failed = false;
     };
     struct Conn {
         std::string remote;
@@ -142,9 +179,33 @@ private:
         size_t in_flight = 0;         // dispatched, not answered
         redis::Route in_flight_route = redis::Route::kRead;
         size_t next_dispatch = 0;  // index in pending of the first not dispatched
+        std::optional<Multi> multi;
+        // WATCH: each key and the applied index its first WATCH was served at, until EXEC,
+        // DISCARD, UNWATCH or RESET.
+        std::map<std::string, uint64_t> watched;
+        size_t watched_bytes = 0;
     };
 
     void dispatch(net::ConnectionId id, Conn& c);
+    // Transactions (redis_transactions.cc). Whether argv runs at once after MULTI instead of being
+    // queued: EXEC, DISCARD, MULTI, WATCH, QUIT and RESET.
+    static bool runs_inside_multi(const redis::Argv& argv);
+    // Queues argv after MULTI: QUEUED, or an error (which fails the transaction).
+    redis::Value queue(Conn& c, redis::Argv&& argv);
+    // The Step of argv (which passed precheck) on connection c.
+    Step step_of(const Conn& c, const redis::Argv& argv) const;
+    // MULTI, DISCARD, UNWATCH, and a WATCH or EXEC that need not reach the backend (an error, an
+    // EXEC with nothing to send): the reply, encoded.
+    std::string transaction_local(net::ConnectionId id, Conn& c, const redis::Argv& argv);
+    // Starts an EXEC: the transaction to send, leaving the queued commands in `pending`.
+    redis::Transaction take_transaction(Conn& c, Pending& pending);
+    // EXEC's reply, encoded: the backend's answer with the connection commands' replies put in.
+    std::string exec_reply(net::ConnectionId id,
+                           Conn& c,
+                           std::vector<redis::Argv>& queued,
+                           const redis::Value& answer);
+    // Records the keys of a WATCH served at `index`.
+    void watch(Conn& c, const redis::Argv& argv, uint64_t index);
     // The error for a command a subscribed RESP2 connection may not run, if argv is one.
     std::optional<redis::Value> subscribed_refusal(net::ConnectionId id,
                                                    const Conn& c,

@@ -122,12 +122,17 @@ public:
                        uint64_t ticket,
                        redis::Argv&& argv,
                        const std::string& user) override;
+    void redis_watch(net::ConnectionId id, uint64_t ticket, const std::string& user) override;
+    void redis_transaction(net::ConnectionId id,
+                           uint64_t ticket,
+                           redis::Transaction&& transaction,
+                           const std::string& user) override;
     bool redis_users_enabled() const override;
     bool redis_login(const std::string& user, const std::string& password) override;
     void redis_closed(net::ConnectionId id) override;
     std::optional<std::string> redis_read_refusal(const std::string& user) const override;
-    // Sends an entry's publications to this node's subscribers; the last one's receivers.
-    size_t deliver_publications(const std::vector<redis::Publication>& published);
+    // Sends an entry's publications to this node's subscribers; how many received each.
+    std::vector<size_t> deliver_publications(const std::vector<redis::Publication>& published);
     std::string redis_replication_info() const override;
     size_t redis_key_count() const override;
 
@@ -295,11 +300,11 @@ private:
     void apply_entries(const std::vector<raft::Entry>& entries) override;
     void apply_snapshot(const raft::Snapshot& snapshot) override;
     void on_applied(const statemachine::Command& command, const statemachine::ApplyResult& result);
-    // `receivers`: how many of this node's subscribers got the entry's publication (what a
-    // PUBLISH answers).
+    // `receivers`: how many of this node's subscribers got each of the entry's publications (what
+    // a PUBLISH answers).
     void answer_write(const statemachine::Command& command,
                       const statemachine::ApplyResult& result,
-                      size_t receivers);
+                      const std::vector<size_t>& receivers);
     void register_wait(const WaitKey& key, const ClientRef& client);
     void resolve_waits_after_restore();
     void push_watch_events(const std::vector<statemachine::WatchTrigger>& triggers);
@@ -364,6 +369,9 @@ private:
     // replica_redis.cc: the Redis port's side of the request paths.
     static bool is_redis(net::ConnectionId id) { return (id & net::kRespConnectionBit) != 0; }
     void redis_reply(const ClientRef& client, const redis::Value& value);
+    bool redis_admit(const ClientRef& client, bool read, const std::string& user);
+    // The argv of a WATCH among the batched Redis reads: served with the applied index.
+    static constexpr std::string_view kRedisWatchRead = "watch";
     void redis_error(const ClientRef& client, proto::Code code, const std::string& message);
 
     // replica_sql.cc: the PostgreSQL port's side of the request paths. A connection's requests

@@ -123,9 +123,17 @@ void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& resu
             spdlog::info("session {} ended by expiry at index {}", expire->session, result.index);
         }
     }
-    if (std::holds_alternative<sm::RedisCommand>(command.op) && result.response.redis.is_error() &&
-        result.response.redis.text == redis::kScriptInstructionLimitError) {
+    const auto over_budget = [](const redis::Value& reply) {
+        return reply.is_error() && reply.text == redis::kScriptInstructionLimitError;
+    };
+    if (std::holds_alternative<sm::RedisCommand>(command.op) &&
+        over_budget(result.response.redis)) {
         ++metrics_.redis_scripts_over_budget_total;
+    }
+    if (std::holds_alternative<sm::RedisTransaction>(command.op)) {
+        for (const redis::Value& item : result.response.redis.items) {
+            metrics_.redis_scripts_over_budget_total += over_budget(item) ? 1 : 0;
+        }
     }
     if (std::holds_alternative<sm::SqlStatement>(command.op) &&
         sql::spent_row_budget(result.response.sql)) {
@@ -136,7 +144,7 @@ void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& resu
     }
     // Publications reach this node's subscribers in log order, and before the reply to the
     // PUBLISH (in Redis too, a connection subscribed to its own channel reads the message first).
-    const size_t receivers = deliver_publications(result.published);
+    const std::vector<size_t> receivers = deliver_publications(result.published);
     answer_write(command, result, receivers);
     push_watch_events(result.triggers);
     for (const sm::LockGrant& grant : result.grants) {
@@ -203,7 +211,7 @@ void Replica::push_hold_revoked(const sm::HoldRevoked& revoked) {
 // The reply to the write this entry carries, if this node's client is waiting for it.
 void Replica::answer_write(const sm::Command& command,
                            const sm::ApplyResult& result,
-                           size_t receivers) {
+                           const std::vector<size_t>& receivers) {
     auto it = pending_writes_.find(WriteKey{result.client_id, result.seq});
     if (it == pending_writes_.end() || result.seq == 0) {
         return;
@@ -226,11 +234,24 @@ void Replica::answer_write(const sm::Command& command,
             !result.response.redis.is_error()) {
             // The state machine cannot know who listens here: PUBLISH answers this node's count
             // (as a Redis Cluster node counts only its own clients).
-            RL_ASSERT(result.published.size() == 1);
-            redis_reply(client, redis::Value::integer_of(static_cast<int64_t>(receivers)));
+            RL_ASSERT(result.published.size() == 1 && receivers.size() == 1);
+            redis_reply(client, redis::Value::integer_of(static_cast<int64_t>(receivers[0])));
             return;
         }
         redis_reply(client, result.response.redis);
+        return;
+    }
+    if (std::holds_alternative<sm::RedisTransaction>(command.op)) {
+        // Each PUBLISH among the transaction's commands answers this node's count, as alone.
+        redis::Value reply = result.response.redis;
+        RL_ASSERT(receivers.size() == result.published.size());
+        for (size_t i = 0; i < result.published.size(); ++i) {
+            if (const std::optional<size_t> item = result.published[i].exec_item) {
+                RL_ASSERT(reply.kind == redis::Value::Kind::kArray && *item < reply.items.size());
+                reply.items[*item] = redis::Value::integer_of(static_cast<int64_t>(receivers[i]));
+            }
+        }
+        redis_reply(client, reply);
         return;
     }
     if (result.response.session != sm::kNoSession) {

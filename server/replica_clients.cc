@@ -434,7 +434,10 @@ void Replica::serve_redis_reads() {
         redis_reads_ready_.pop_front();
         // A closed connection's reads are not run: its reply (perhaps megabytes) would be dropped.
         if (redis_frontend_ != nullptr && redis_frontend_->awaits_reply(client.conn)) {
-            const sm::redis::Value reply = sm_.redis_query(argv);
+            const sm::redis::Value reply =
+                argv.size() == 1 && argv[0] == kRedisWatchRead
+                    ? sm::redis::Value::integer_of(static_cast<int64_t>(sm_.last_applied()))
+                    : sm_.redis_query(argv);
             reply_bytes += approximate_bytes(reply);
             redis_reply(client, reply);
         }

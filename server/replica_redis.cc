@@ -1,6 +1,8 @@
 // The Redis port's requests (docs/redis-mode.md): reads after ReadIndex, writes through the log as
 // RedisCommand entries, answered by the node holding the connection when it applies them.
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "base/assert.h"
@@ -13,27 +15,23 @@ namespace raftlock::server {
 
 namespace sm = statemachine;
 
-void Replica::redis_command(net::ConnectionId id,
-                            uint64_t ticket,
-                            redis::Argv&& argv,
-                            const std::string& user) {
-    RL_ASSERT(is_redis(id));
-    const ClientRef client{id, ticket};
+// What every request of the Redis port passes first: false (and the request answered) when the
+// node is shutting down, the connection is over its rate, or the user lacks the access.
+bool Replica::redis_admit(const ClientRef& client, bool read, const std::string& user) {
     ++metrics_.client_requests_total;
     if (shutting_down_) {
         respond_error(client, proto::SHUTTING_DOWN);
-        return;
+        return false;
     }
-    if (!redis_rates_[id].admit(clock_.steady_ms(),
-                                config_.requests_per_second_per_connection_max)) {
+    if (!redis_rates_[client.conn].admit(clock_.steady_ms(),
+                                         config_.requests_per_second_per_connection_max)) {
         ++metrics_.rate_limited_total;
         redis_reply(client, redis::Value::error(fmt::format(
                                 "ERR raftlock: more than {} requests a second on this connection "
                                 "(--max-requests-per-second)",
                                 config_.requests_per_second_per_connection_max)));
-        return;
+        return false;
     }
-    const bool read = redis::route_of(argv) == redis::Route::kRead;
     // A read is checked only here (it does not go through the log); a write again where it
     // applies (the user may lose the permission meanwhile): here so that a write the state
     // machine would refuse does not take a log entry.
@@ -41,6 +39,19 @@ void Replica::redis_command(net::ConnectionId id,
     if (!sm_.auth().permits(user, needed)) {
         ++metrics_.permission_denied_total;
         redis_reply(client, redis::Value::error("NOPERM " + sm::lacks_message(user, needed)));
+        return false;
+    }
+    return true;
+}
+
+void Replica::redis_command(net::ConnectionId id,
+                            uint64_t ticket,
+                            redis::Argv&& argv,
+                            const std::string& user) {
+    RL_ASSERT(is_redis(id));
+    const ClientRef client{id, ticket};
+    const bool read = redis::route_of(argv) == redis::Route::kRead;
+    if (!redis_admit(client, read, user)) {
         return;
     }
     if (read) {
@@ -76,6 +87,54 @@ void Replica::redis_command(net::ConnectionId id,
     RL_ASSERT(added);
 }
 
+// WATCH: a read of nothing, answered with the applied index it was served at (after ReadIndex, so
+// every write acknowledged before the WATCH is at or below it).
+void Replica::redis_watch(net::ConnectionId id, uint64_t ticket, const std::string& user) {
+    RL_ASSERT(is_redis(id));
+    const ClientRef client{id, ticket};
+    if (!redis_admit(client, true, user)) {
+        return;
+    }
+#ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
+    if (negative_controls::on(negative_controls::Control::kLocalReads)) {
+        redis_reply(client, redis::Value::integer_of(static_cast<int64_t>(sm_.last_applied())));
+        return;
+    }
+#endif
+    next_batch_.redis_reads.emplace_back(client, redis::Argv{std::string(kRedisWatchRead)});
+    schedule_flush();
+}
+
+void Replica::redis_transaction(net::ConnectionId id,
+                                uint64_t ticket,
+                                redis::Transaction&& transaction,
+                                const std::string& user) {
+    RL_ASSERT(is_redis(id));
+    const ClientRef client{id, ticket};
+    const bool writes =
+        std::any_of(transaction.commands.begin(), transaction.commands.end(), redis::may_write);
+    if (!redis_admit(client, !writes, user)) {
+        return;
+    }
+    sm::Command command{
+        .seq = next_nonce_++,
+        .user = user,
+        .op = sm::RedisTransaction{.origin = redis_origin_,
+                                   .transaction = std::move(transaction),
+                                   .script_instructions_max = config_.script_instructions_max}};
+    if (sm::validate_command(command) != sm::ErrorCode::kOk) {
+        redis_reply(client,
+                    redis::Value::error(fmt::format(
+                        "ERR raftlock: a transaction may carry at most {} arguments and {} bytes, "
+                        "and watch at most {} keys",
+                        sm::kRedisArgsMax, sm::kRedisCommandBytesMax, sm::kRedisWatchedKeysMax)));
+        return;
+    }
+    // At most once, as a lone write (redis_command).
+    const bool added = add_pending_write(id, ticket, std::move(command));
+    RL_ASSERT(added);
+}
+
 bool Replica::redis_users_enabled() const {
     return sm_.auth().enabled();
 }
@@ -100,12 +159,15 @@ std::optional<std::string> Replica::redis_read_refusal(const std::string& user) 
     return "NOPERM " + sm::lacks_message(user, needed);
 }
 
-size_t Replica::deliver_publications(const std::vector<redis::Publication>& published) {
-    size_t receivers = 0;
+std::vector<size_t> Replica::deliver_publications(
+    const std::vector<redis::Publication>& published) {
+    std::vector<size_t> receivers;
+    receivers.reserve(published.size());
     for (const redis::Publication& p : published) {
         ++metrics_.redis_publications_total;
-        receivers = redis_frontend_ == nullptr ? 0 : redis_frontend_->publish(p.channel, p.message);
-        metrics_.redis_messages_delivered_total += receivers;
+        receivers.push_back(
+            redis_frontend_ == nullptr ? 0 : redis_frontend_->publish(p.channel, p.message));
+        metrics_.redis_messages_delivered_total += receivers.back();
     }
     return receivers;
 }

@@ -101,11 +101,36 @@ bool valid_redis(const RedisCommand& op) {
     return bytes <= kRedisCommandBytesMax;
 }
 
+bool valid_redis_transaction(const RedisTransaction& op) {
+    const redis::Transaction& t = op.transaction;
+    if (op.origin == 0 || op.script_instructions_max == 0 ||
+        op.script_instructions_max > kScriptInstructionsMax ||
+        t.watched.size() > kRedisWatchedKeysMax) {
+        return false;
+    }
+    size_t args = 0;
+    size_t bytes = 0;
+    for (const redis::WatchedKey& w : t.watched) {
+        bytes += w.key.size();
+    }
+    for (const redis::Argv& argv : t.commands) {
+        if (argv.empty()) {
+            return false;
+        }
+        args += argv.size();
+        for (const std::string& arg : argv) {
+            bytes += arg.size();
+        }
+    }
+    return args <= kRedisArgsMax && bytes <= kRedisCommandBytesMax;
+}
+
 // Which ops belong to a session (need client_id and seq) and which come from the leader (or, for
 // Redis commands, from a server's at-most-once sequence).
 bool needs_session(const Op& op) {
     return !std::holds_alternative<OpenSession>(op) && !std::holds_alternative<ExpireSession>(op) &&
            !std::holds_alternative<Noop>(op) && !std::holds_alternative<RedisCommand>(op) &&
+           !std::holds_alternative<RedisTransaction>(op) &&
            !std::holds_alternative<SqlCancel>(op) && !std::holds_alternative<AttachSession>(op) &&
            !std::holds_alternative<UserChange>(op) && !std::holds_alternative<RoleChange>(op) &&
            !std::holds_alternative<AuthEnable>(op) && !std::holds_alternative<AuthBootstrap>(op) &&
@@ -169,6 +194,8 @@ bool valid_op(const Op& op) {
                 return valid_acquire_many(o);
             } else if constexpr (std::is_same_v<T, RedisCommand>) {
                 return valid_redis(o);
+            } else if constexpr (std::is_same_v<T, RedisTransaction>) {
+                return valid_redis_transaction(o);
             } else if constexpr (std::is_same_v<T, SqlStatement>) {
                 return sql::valid_request(o.request);
             } else if constexpr (std::is_same_v<T, SqlCancel>) {
@@ -245,7 +272,8 @@ ErrorCode validate_command(const Command& c) {
         }
     } else if (c.client_id != kNoSession || c.ack_seq != 0 || c.fence) {
         return ErrorCode::kBadArguments;
-    } else if (std::holds_alternative<RedisCommand>(c.op)) {
+    } else if (std::holds_alternative<RedisCommand>(c.op) ||
+               std::holds_alternative<RedisTransaction>(c.op)) {
         if (c.seq == 0) {
             return ErrorCode::kBadArguments;  // the keyspace's at-most-once needs it
         }
@@ -358,6 +386,23 @@ void write_op_fields(Writer& w, const RedisCommand& o) {
     w.varint(o.argv.size());
     for (const std::string& arg : o.argv) {
         w.bytes(arg);
+    }
+}
+
+void write_op_fields(Writer& w, const RedisTransaction& o) {
+    w.varint(o.origin);
+    w.varint(o.script_instructions_max);
+    w.varint(o.transaction.watched.size());
+    for (const redis::WatchedKey& watched : o.transaction.watched) {
+        w.bytes(watched.key);
+        w.varint(watched.index);
+    }
+    w.varint(o.transaction.commands.size());
+    for (const redis::Argv& argv : o.transaction.commands) {
+        w.varint(argv.size());
+        for (const std::string& arg : argv) {
+            w.bytes(arg);
+        }
     }
 }
 
@@ -573,6 +618,30 @@ RedisCommand read_redis(Reader& r, BudgetField budget) {
     return o;
 }
 
+RedisTransaction read_redis_transaction(Reader& r) {
+    RedisTransaction o;
+    o.origin = r.varint();
+    o.script_instructions_max = r.varint_in(1, kScriptInstructionsMax);
+    // Every item takes at least a byte: hostile counts run the reader dry before memory does.
+    const uint64_t watched = r.varint_in(0, kRedisWatchedKeysMax);
+    for (uint64_t i = 0; i < watched && r.ok(); i++) {
+        redis::WatchedKey w;
+        w.key = r.bytes(kRedisCommandBytesMax);
+        w.index = r.varint();
+        o.transaction.watched.push_back(std::move(w));
+    }
+    const uint64_t commands = r.varint_in(0, kRedisArgsMax);
+    for (uint64_t i = 0; i < commands && r.ok(); i++) {
+        redis::Argv argv;
+        const uint64_t n = r.varint_in(1, kRedisArgsMax);
+        for (uint64_t k = 0; k < n && r.ok(); k++) {
+            argv.push_back(r.bytes(kRedisCommandBytesMax));
+        }
+        o.transaction.commands.push_back(std::move(argv));
+    }
+    return o;
+}
+
 SqlStatement read_sql(Reader& r, BudgetField budget) {
     SqlStatement o;
     if (!sql::read_request(r, o.request)) {
@@ -726,6 +795,11 @@ Op read_op(Reader& r, uint8_t tag, uint8_t version) {
         case OpTag::kForceRelease:
             if (version >= kCommandFormatVersionV5) {
                 return read_force_release(r);
+            }
+            break;
+        case OpTag::kRedisTransaction:
+            if (version >= kCommandFormatVersionV8) {
+                return read_redis_transaction(r);
             }
             break;
     }

@@ -2,20 +2,25 @@
 
 // The binary form of commands on the Raft log, and of replies inside snapshots.
 //
-// Command format, version 7 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
+// Command format, version 8 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
 // length then the bytes):
-//   u8 version=7 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
+//   u8 version=8 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
 //   | u8 has_caller [count, (scheme, id)*] | user | u8 op tag (OpTag) | op fields in declaration
 //   order (command.h)
 // A Multi is a count then, per sub-op, a u8 tag (MultiOpTag) and its fields. An ACL is a count
 // then (u8 perms, scheme, id)*. A RedisCommand's fields are origin, script budget (0: none
 // stamped), argv; a SqlStatement's are the request (sql/codec.h), then its row budget (0: none).
+// A RedisTransaction's (version 8 on) are origin, script budget (1..), the watched keys as a count
+// then (key, index)*, and the commands as a count then per command an argv (count, arguments).
 //
 // Credentials are (salt, iterations, stored_key, server_key); a permission is (u8 access, u8 space,
 // prefix).
 //
 // Older versions still decode, so that logs written by earlier servers replay; encoding always
-// writes version 7. Version 6 (until 2026-11-30) has version 7's layout; what differs is, again,
+// writes version 8. Version 7 (until 2026-11-30) has version 8's layout without the
+// RedisTransaction op (tag 33), and MULTI, EXEC, DISCARD, WATCH and UNWATCH are unknown commands in
+// its entries; a server from before version 8 stops at the first version 8 entry. Version 6 (until
+// 2026-11-30) has version 7's layout; what differs is, again,
 // the set of Redis commands: PUBLISH is an unknown command in a version 6 entry, and a server from
 // before version 7 stops at the first version 7 entry. Version 5 (until 2026-11-30) has version
 // 6's layout; what differs is the set
@@ -51,8 +56,9 @@
 
 namespace raftlock::statemachine {
 
-inline constexpr uint8_t kCommandFormatVersionV7 = 7;  // Redis PUBLISH
-inline constexpr uint8_t kCommandFormatVersion = kCommandFormatVersionV7;
+inline constexpr uint8_t kCommandFormatVersionV8 = 8;  // Redis MULTI/EXEC and WATCH
+inline constexpr uint8_t kCommandFormatVersion = kCommandFormatVersionV8;
+inline constexpr uint8_t kCommandFormatVersionV7 = 7;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV6 = 6;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV5 = 5;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV4 = 4;  // decoded, never written
@@ -62,6 +68,7 @@ inline constexpr uint8_t kCommandFormatVersionV1 = 1;  // decoded, never written
 
 static_assert(redis::kRedisFormatCollections == kCommandFormatVersionV6);
 static_assert(redis::kRedisFormatPubSub == kCommandFormatVersionV7);
+static_assert(redis::kRedisFormatTransactions == kCommandFormatVersionV8);
 static_assert(redis::kRedisFormatNewest == kCommandFormatVersion);
 
 // The op tags of version 2 on: numbers on disk, never reused or renumbered. Lock service ops in
@@ -85,6 +92,7 @@ enum class OpTag : uint8_t {
     kSetAcl = 16,                // version 3 on
     kForceRelease = 17,          // version 5 on
     kRedisCommand = 32,
+    kRedisTransaction = 33,  // version 8 on
     kSqlStatement = 48,
     kSqlCancel = 49,
     kUserChange = 64,     // version 4 on
@@ -125,6 +133,8 @@ constexpr OpTag op_tag() {
         return OpTag::kAcquireMany;
     } else if constexpr (std::is_same_v<T, RedisCommand>) {
         return OpTag::kRedisCommand;
+    } else if constexpr (std::is_same_v<T, RedisTransaction>) {
+        return OpTag::kRedisTransaction;
     } else if constexpr (std::is_same_v<T, SqlStatement>) {
         return OpTag::kSqlStatement;
     } else if constexpr (std::is_same_v<T, AttachSession>) {
@@ -180,6 +190,7 @@ static_assert(static_cast<uint8_t>(OpTag::kMultiContainersAtEnd) == 15);
 static_assert(static_cast<uint8_t>(OpTag::kSetAcl) == 16);
 static_assert(static_cast<uint8_t>(OpTag::kForceRelease) == 17);
 static_assert(static_cast<uint8_t>(OpTag::kRedisCommand) == 32);
+static_assert(static_cast<uint8_t>(OpTag::kRedisTransaction) == 33);
 static_assert(static_cast<uint8_t>(OpTag::kSqlStatement) == 48);
 static_assert(static_cast<uint8_t>(OpTag::kSqlCancel) == 49);
 static_assert(static_cast<uint8_t>(OpTag::kUserChange) == 64);
@@ -197,7 +208,7 @@ static_assert(static_cast<uint8_t>(MultiOpTag::kCreate) == 1);
 static_assert(static_cast<uint8_t>(MultiOpTag::kDelete) == 2);
 static_assert(static_cast<uint8_t>(MultiOpTag::kSetData) == 3);
 static_assert(static_cast<uint8_t>(MultiOpTag::kCheck) == 4);
-static_assert(std::variant_size_v<Op> == 23,
+static_assert(std::variant_size_v<Op> == 24,
               "a new op needs a tag (op_tag) and a reader (read_op)");
 
 // kOk when `command` obeys every documented range (command.h); else kBadArguments. Checks what does

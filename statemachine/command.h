@@ -161,6 +161,18 @@ struct RedisCommand {
     friend bool operator==(const RedisCommand&, const RedisCommand&) = default;
 };
 
+// MULTI ... EXEC (command format 8 on): the queued keyspace commands and the watched keys, one
+// entry, at most once per (origin, seq) like a RedisCommand. Bounded together as one command is:
+// kRedisArgsMax arguments and kRedisCommandBytesMax bytes over every command and watched key, and
+// at most kRedisWatchedKeysMax watched keys.
+struct RedisTransaction {
+    uint64_t origin = 0;  // as in RedisCommand
+    redis::Transaction transaction;
+    // The budget that the transaction's scripts share (RedisCommand's, never 0 here).
+    uint64_t script_instructions_max = 0;
+    friend bool operator==(const RedisTransaction&, const RedisTransaction&) = default;
+};
+
 // --- SQL mode (statemachine/sql/) ---------------------------------------------------------------
 
 // One statement of a PostgreSQL connection, whose session is client_id (docs/sql-mode.md). Every
@@ -260,7 +272,8 @@ using Op = std::variant<OpenSession,
                         RoleChange,
                         AuthEnable,
                         AuthBootstrap,
-                        ForceRelease>;
+                        ForceRelease,
+                        RedisTransaction>;
 
 // A fenced write (the protected-resource side of fencing): the request is rejected with
 // kFenceRejected unless `token` is the token of a current holder of `lock`.

@@ -46,8 +46,8 @@ struct Response {
     Index token = 0;                 // kGranted: the fencing token of the hold
     uint32_t hold_count = 0;         // Acquire/Release: the hold's reentrancy count afterwards
     std::vector<SubResult> results;  // Multi: one per sub-op
-    // RedisCommand: the reply. Redis commands carry no session, so it is never saved
-    // (write_response leaves it out).
+    // RedisCommand and RedisTransaction: the reply. Redis commands carry no session, so it is never
+    // saved (write_response leaves it out).
     redis::Value redis;
     // SqlStatement: the statement's result, unless it waits (sql_waiting): its result then comes
     // in a later entry's ApplyResult::sql_done, and replaces this saved reply.
@@ -114,8 +114,8 @@ struct ApplyResult {
     // SQL statements of any session that waited and finished in this entry (the server holding
     // the session's connection answers them).
     std::vector<sql::StatementDone> sql_done;
-    // A RedisCommand's PUBLISHes (its own, or its script's), in order: every node delivers them to
-    // its own subscribers.
+    // A RedisCommand's or RedisTransaction's PUBLISHes (its own, or its scripts'), in order: every
+    // node delivers them to its own subscribers.
     std::vector<redis::Publication> published;
     friend bool operator==(const ApplyResult&, const ApplyResult&) = default;
 };

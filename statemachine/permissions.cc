@@ -1,6 +1,8 @@
 // Who may apply what (auth.h): the checks a write passes where it applies, while authentication
 // is enabled, and the user and role changes themselves.
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "base/assert.h"
@@ -60,7 +62,7 @@ std::optional<Response> StateMachine::refusal(const Command& command) const {
 
 void StateMachine::in_protocol_terms(const Op& op, Response& refused) {
     RL_ASSERT(refused.code == ErrorCode::kPermissionDenied);
-    if (std::holds_alternative<RedisCommand>(op)) {
+    if (std::holds_alternative<RedisCommand>(op) || std::holds_alternative<RedisTransaction>(op)) {
         refused.redis = redis::Value::error("NOPERM " + refused.message);
     } else if (std::holds_alternative<SqlStatement>(op)) {
         refused.sql.error = sql::SqlError{"42501", refused.message, {}, {}, 0};  // PostgreSQL's
@@ -134,6 +136,11 @@ std::optional<Response> StateMachine::op_refusal(const Command& command) const {
                 return std::nullopt;
             } else if constexpr (std::is_same_v<T, RedisCommand>) {
                 return check(Need{Access::kWrite, Space::kRedis, ""});
+            } else if constexpr (std::is_same_v<T, RedisTransaction>) {
+                // A transaction of reads only (with its watches) needs what those reads need.
+                const bool writes = std::any_of(op.transaction.commands.begin(),
+                                                op.transaction.commands.end(), redis::may_write);
+                return check(Need{writes ? Access::kWrite : Access::kRead, Space::kRedis, ""});
             } else if constexpr (std::is_same_v<T, SqlStatement>) {
                 return check(Need{Access::kWrite, Space::kSql, ""});
             } else if constexpr (std::is_same_v<T, UserChange>) {

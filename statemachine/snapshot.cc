@@ -1,8 +1,8 @@
-// Snapshot format, version 6. Integers are LEB128 varints (signed: zig-zag), strings are a varint
+// Snapshot format, version 7. Integers are LEB128 varints (signed: zig-zag), strings are a varint
 // length then bytes, every list is a varint count then its items, in the state's own (sorted)
 // order:
 //
-//   fixed32 magic "RLSM" | u8 version=6 | last_applied | now_ms | last_token
+//   fixed32 magic "RLSM" | u8 version=7 | last_applied | now_ms | last_token
 //   sessions: id, timeout_ms, last_keepalive_ms, discarded_through_seq, saved: (seq, response)*,
 //             owner (version 5; a saved reply carries its message from version 5 on)
 //   nodes (path order, so parents come first): path, data, u8 kind, ttl_ms, stat, acl (version 4;
@@ -12,7 +12,7 @@
 //          waiters: (session, owner_tag, u8 mode, enqueued_ms, deadline_ms)*
 //   timers: at_ms, u8 kind, key, id, tag
 //   the Redis keyspace (version 2; redis/keyspace.cc has its layout; lists, sets and sorted sets
-//   from version 6 on)
+//   from version 6 on, the records of changes that WATCH needs from version 7 on)
 //   the SQL engine (version 3; sql/engine_snapshot.cc has its layout), and saved replies carry
 //   their SQL result from version 3 on
 //   users, roles and permissions (version 5; AuthStore::write has the layout)
@@ -35,8 +35,8 @@ namespace {
 
 constexpr uint32_t kSnapshotMagic = 0x4D534C52;  // "RLSM", little-endian
 // 2 added the Redis keyspace, 3 the SQL engine, 4 ACLs, 5 users, 6 Redis lists, sets and sorted
-// sets; 1 to 5 still restore.
-constexpr uint8_t kSnapshotVersion = 6;
+// sets, 7 the Redis keys' records of changes (for WATCH); 1 to 6 still restore.
+constexpr uint8_t kSnapshotVersion = 7;
 constexpr size_t kSnapshotTrailerBytes = 4;
 
 }  // namespace
@@ -150,7 +150,9 @@ ErrorCode StateMachine::restore(std::string_view bytes) {
     fresh.last_token_ = r.varint();
     if (!fresh.restore_sessions(r, version >= 3, version >= 4, version >= 5) ||
         !fresh.restore_nodes(r, version >= 4) || !fresh.restore_locks(r) ||
-        !fresh.restore_timers(r) || (version >= 2 && !fresh.keyspace_.read(r, version >= 6)) ||
+        !fresh.restore_timers(r) ||
+        (version >= 2 &&
+         !fresh.keyspace_.read(r, version >= 6, version >= 7, fresh.last_applied_)) ||
         (version >= 3 && !fresh.sql_.read(r)) || (version >= 5 && !fresh.auth_.read(r)) ||
         !r.ok() || !r.at_end()) {
         return ErrorCode::kMalformedCommand;

@@ -1,11 +1,21 @@
 #include "statemachine/state_machine.h"
 
+#include <string_view>
 #include <type_traits>
 
 #include "base/assert.h"
 #include "statemachine/codec.h"
 
 namespace raftlock::statemachine {
+
+namespace {
+
+// A Redis write (or transaction) whose (origin, seq) the keyspace applied already.
+constexpr std::string_view kRedisOvertaken =
+    "TRYAGAIN raftlock: this write was overtaken by a later one from the same server and was not "
+    "applied; retry it";
+
+}  // namespace
 
 StateMachine::StateMachine(Config config) : config_(config) {
     RL_ASSERT(config_.session_timeout_ms_min > 0);
@@ -74,7 +84,7 @@ void StateMachine::advance_time(TimeMs time_ms, Index zxid, ApplyResult& out) {
     if (time_ms > now_ms_) {
         now_ms_ = time_ms;
     }
-    keyspace_.expire_until(now_ms_);
+    keyspace_.advance(zxid, now_ms_, format_);
     sql::EngineEvents sql_events;
     sql_.advance_time(now_ms_, sql_events);
     finish_sql(sql_events, out);
@@ -218,14 +228,20 @@ Response StateMachine::dispatch(SessionId session,
                                  std::is_same_v<T, AuthEnable> ||
                                  std::is_same_v<T, AuthBootstrap>) {
                 return apply_auth_change(command);
+            } else if constexpr (std::is_same_v<T, RedisTransaction>) {
+                if (!keyspace_.admit(op.origin, command.seq, zxid)) {
+                    response.redis = redis::Value::error(std::string(kRedisOvertaken));
+                } else {
+                    response.redis = keyspace_.exec(op.transaction, now_ms_,
+                                                    op.script_instructions_max, format_);
+                    out.published = keyspace_.take_published();
+                }
             } else {
                 static_assert(std::is_same_v<T, RedisCommand>);
                 if (!keyspace_.admit(op.origin, command.seq, zxid)) {
                     // A resubmitted copy of a write that applied already, or one a later write
                     // from the same server overtook: either way it must not apply now.
-                    response.redis = redis::Value::error(
-                        "TRYAGAIN raftlock: this write was overtaken by a later one from the same "
-                        "server and was not applied; retry it");
+                    response.redis = redis::Value::error(std::string(kRedisOvertaken));
                 } else {
                     response.redis = keyspace_.apply(op.argv, now_ms_,
                                                      op.script_instructions_max != 0

@@ -187,6 +187,10 @@ std::string op_text(const Op& op) {
                 return fmt::format("redis origin={:x} {} args={} script_budget={}", o.origin,
                                    o.argv.empty() ? "" : o.argv[0], o.argv.size() - 1,
                                    o.script_instructions_max);
+            } else if constexpr (std::is_same_v<T, RedisTransaction>) {
+                return fmt::format("redis origin={:x} exec commands={} watched={} script_budget={}",
+                                   o.origin, o.transaction.commands.size(),
+                                   o.transaction.watched.size(), o.script_instructions_max);
             } else if constexpr (std::is_same_v<T, SqlStatement>) {
                 // The statement's first words are enough to follow a log; the text can be long.
                 return fmt::format("sql \"{}\" params={} lock_timeout={} rows_max={}",
@@ -221,10 +225,11 @@ std::string op_text(const Op& op) {
 std::string_view op_name(const Op& op) {
     // The order of Op's alternatives (command.h); the static_assert keeps the two in step.
     static constexpr std::string_view kNames[] = {
-        "OpenSession", "KeepAlive",    "CloseSession", "ExpireSession", "Noop",          "Create",
-        "Delete",      "SetData",      "Multi",        "Acquire",       "Release",       "Cancel",
-        "AcquireMany", "RedisCommand", "SqlStatement", "SqlCancel",     "AttachSession", "SetAcl",
-        "UserChange",  "RoleChange",   "AuthEnable",   "AuthBootstrap", "ForceRelease"};
+        "OpenSession", "KeepAlive",     "CloseSession", "ExpireSession",   "Noop",
+        "Create",      "Delete",        "SetData",      "Multi",           "Acquire",
+        "Release",     "Cancel",        "AcquireMany",  "RedisCommand",    "SqlStatement",
+        "SqlCancel",   "AttachSession", "SetAcl",       "UserChange",      "RoleChange",
+        "AuthEnable",  "AuthBootstrap", "ForceRelease", "RedisTransaction"};
     static_assert(std::size(kNames) == std::variant_size_v<Op>);
     return kNames[op.index()];
 }

@@ -128,6 +128,8 @@ inline constexpr uint64_t kSeqAheadMax = kAttachSeqGap;
 // Redis mode: a command's arguments (a 4 MiB value plus the rest of the command).
 inline constexpr size_t kRedisArgsMax = 1 << 20;
 inline constexpr size_t kRedisCommandBytesMax = (4u << 20) + (64u << 10);
+// The keys one MULTI ... EXEC may watch (a connection's WATCH commands together).
+inline constexpr size_t kRedisWatchedKeysMax = 10000;
 // A script's instruction budget (statemachine/redis/lua_script.h) as a Redis entry carries it: at
 // most this, and this much for an entry written before entries carried one (codec tag 13).
 inline constexpr uint64_t kScriptInstructionsMax = 1'000'000'000;

@@ -52,9 +52,11 @@ constexpr std::array kCommands = {
     CommandSpec{"del", -2, W},
     CommandSpec{"delex", -2, W},
     CommandSpec{"delifeq", 3, W},
+    CommandSpec{"discard", 1, C, false, kRedisFormatTransactions},
     CommandSpec{"echo", 2, C, false},
     CommandSpec{"eval", -3, W, false},
     CommandSpec{"evalsha", -3, W, false},
+    CommandSpec{"exec", 1, C, false, kRedisFormatTransactions},
     CommandSpec{"exists", -2, R},
     CommandSpec{"expire", -3, W},
     CommandSpec{"expireat", -3, W},
@@ -91,6 +93,7 @@ constexpr std::array kCommands = {
     CommandSpec{"ltrim", 4, W, true, kRedisFormatCollections},
     CommandSpec{"mget", -2, R},
     CommandSpec{"mset", -3, W},
+    CommandSpec{"multi", 1, C, false, kRedisFormatTransactions},
     CommandSpec{"persist", 2, W},
     CommandSpec{"pexpire", -3, W},
     CommandSpec{"pexpireat", -3, W},
@@ -122,6 +125,8 @@ constexpr std::array kCommands = {
     CommandSpec{"type", 2, R},
     CommandSpec{"unlink", -2, W},
     CommandSpec{"unsubscribe", -1, C, false, kRedisFormatPubSub},
+    CommandSpec{"unwatch", 1, C, false, kRedisFormatTransactions},
+    CommandSpec{"watch", -2, C, false, kRedisFormatTransactions},
     CommandSpec{"zadd", -4, W, true, kRedisFormatCollections},
     CommandSpec{"zcard", 2, R, true, kRedisFormatCollections},
     CommandSpec{"zcount", 4, R, true, kRedisFormatCollections},
@@ -269,6 +274,11 @@ Route route_of(const Argv& argv) {
         return Route::kRead;
     }
     return spec->route;
+}
+
+bool may_write(const Argv& argv) {
+    const CommandSpec* spec = argv.empty() ? nullptr : find_command(argv[0]);
+    return spec == nullptr || precheck(argv).has_value() || route_of(argv) != Route::kRead;
 }
 
 // --- reads --------------------------------------------------------------------------------------
@@ -758,8 +768,10 @@ Value Commands::flush(Keyspace& ks, const Argv& a, TimeMs, std::string_view, int
     if (a.size() > 2 || (a.size() == 2 && !iequals(a[1], "async") && !iequals(a[1], "sync"))) {
         return err(kSyntaxError);
     }
-    ks.keys_.clear();
-    ks.expiry_.clear();
+    while (!ks.keys_.empty()) {
+        ks.erase_at(ks.keys_.begin());  // each deletion recorded for WATCH
+    }
+    RL_ASSERT(ks.expiry_.empty());
     return Value::ok();
 }
 
@@ -776,6 +788,7 @@ Value Commands::hset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
     for (size_t i = 2; i + 1 < a.size(); i += 2) {
         added += h->insert_or_assign(a[i], a[i + 1]).second ? 1 : 0;
     }
+    touch(ks, a[1]);  // even when every value was already there, as Redis does
     return name == "hmset" ? Value::ok() : Value::integer_of(added);
 }
 
@@ -784,7 +797,11 @@ Value Commands::hsetnx(Keyspace& ks, const Argv& a, TimeMs now, std::string_view
     if (h == nullptr) {
         return err(kWrongType);
     }
-    return Value::integer_of(h->try_emplace(a[2], a[3]).second ? 1 : 0);
+    if (!h->try_emplace(a[2], a[3]).second) {
+        return Value::integer_of(0);
+    }
+    touch(ks, a[1]);
+    return Value::integer_of(1);
 }
 
 Value Commands::hdel(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, int) {
@@ -799,6 +816,9 @@ Value Commands::hdel(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, 
     int64_t n = 0;
     for (size_t i = 2; i < a.size(); ++i) {
         n += static_cast<int64_t>(h.erase(a[i]));
+    }
+    if (n > 0) {
+        touch(ks, a[1]);
     }
     if (h.empty()) {
         erase(ks, a[1]);
@@ -831,6 +851,7 @@ Value Commands::hincrby(Keyspace& ks, const Argv& a, TimeMs now, std::string_vie
         return err("ERR increment or decrement would overflow");
     }
     (*for_write<Hash>(ks, a[1], now))[a[2]] = std::to_string(result);
+    touch(ks, a[1]);
     return Value::integer_of(result);
 }
 
@@ -922,9 +943,16 @@ Value Commands::eval(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
         }
         return write(ks, argv, now, depth + 1);
     };
+    if (ks.script_instructions_left_ == 0) {
+        return err(kScriptInstructionLimitError);  // spent by the transaction's earlier scripts
+    }
     ScriptLimits limits;
-    limits.instructions_max = ks.script_instructions_max_;
-    return run_script(body, keys, args, call, limits);
+    limits.instructions_max = ks.script_instructions_left_;
+    uint64_t used = 0;
+    Value reply = run_script(body, keys, args, call, limits, &used);
+    RL_ASSERT(used <= ks.script_instructions_left_);
+    ks.script_instructions_left_ -= used;
+    return reply;
 }
 
 // PUBLISH channel message: recorded for delivery by every node (Keyspace::take_published). How
@@ -1003,19 +1031,51 @@ Value Keyspace::apply(const Argv& argv,
                       uint8_t format) {
     RL_ASSERT(script_instructions_max > 0);
     RL_ASSERT(format >= 1 && format <= kRedisFormatNewest);
-    script_instructions_max_ = script_instructions_max;
+    script_instructions_left_ = script_instructions_max;
     format_ = format;
     published_.clear();  // what an earlier entry published and nobody took
+    return run(argv, now_ms);
+}
+
+Value Keyspace::run(const Argv& argv, TimeMs now_ms) {
     if (argv.empty()) {
         return Value::error("ERR empty command");
     }
-    if (std::optional<Value> rejected = precheck(argv, format)) {
+    if (std::optional<Value> rejected = precheck(argv, format_)) {
         return std::move(*rejected);
     }
     if (route_of(argv) == Route::kConnection) {
         return Value::error("ERR raftlock: a connection command cannot be replicated");
     }
     return Commands::write(*this, argv, now_ms, 0);
+}
+
+Value Keyspace::exec(const Transaction& transaction,
+                     TimeMs now_ms,
+                     uint64_t script_instructions_max,
+                     uint8_t format) {
+    RL_ASSERT(script_instructions_max > 0);
+    RL_ASSERT(format >= kRedisFormatTransactions && format <= kRedisFormatNewest);
+    script_instructions_left_ = script_instructions_max;
+    format_ = format;
+    published_.clear();
+    for (const WatchedKey& watched : transaction.watched) {
+        if (changed_since(watched.key, watched.index)) {
+            return Value::null_array();  // Redis: EXEC answers nil, and nothing runs
+        }
+    }
+    std::vector<Value> replies;
+    replies.reserve(transaction.commands.size());
+    for (const Argv& argv : transaction.commands) {
+        const size_t published_before = published_.size();
+        replies.push_back(run(argv, now_ms));
+        if (!argv.empty() && iequals(argv[0], "publish") && !replies.back().is_error()) {
+            RL_ASSERT(published_.size() == published_before + 1);
+            published_.back().exec_item = replies.size() - 1;
+        }
+    }
+    RL_ASSERT(replies.size() == transaction.commands.size());
+    return Value::array(std::move(replies));
 }
 
 Value Keyspace::query(const Argv& argv, TimeMs now_ms) const {

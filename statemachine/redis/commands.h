@@ -13,12 +13,14 @@
 namespace raftlock::statemachine::redis {
 
 // The command formats (statemachine/codec.h) that changed the set of Redis commands: lists, sets
-// and sorted sets came with format 6, PUBLISH (and the pub/sub connection commands) with format 7.
+// and sorted sets came with format 6, PUBLISH (and the pub/sub connection commands) with format 7,
+// MULTI, EXEC, DISCARD, WATCH and UNWATCH (and the RedisTransaction entry) with format 8.
 // Kept here so that the keyspace does not depend on the codec; codec.h pins them to its own
 // constants.
 inline constexpr uint8_t kRedisFormatCollections = 6;
 inline constexpr uint8_t kRedisFormatPubSub = 7;
-inline constexpr uint8_t kRedisFormatNewest = kRedisFormatPubSub;
+inline constexpr uint8_t kRedisFormatTransactions = 8;
+inline constexpr uint8_t kRedisFormatNewest = kRedisFormatTransactions;
 
 enum class Route : uint8_t {
     kRead = 0,    // served from the local keyspace after a ReadIndex round (linearizable)
@@ -49,6 +51,9 @@ std::optional<Value> precheck(const Argv& argv, uint8_t format = kRedisFormatNew
 // Where argv goes: its command's route, refined by subcommand (SCRIPT EXISTS reads, SCRIPT LOAD
 // writes). argv must have passed precheck.
 Route route_of(const Argv& argv);
+// Whether argv may change the keyspace: true unless it names a read (an unknown command counts as
+// a write, so that permission checks err on the safe side).
+bool may_write(const Argv& argv);
 
 // Redis's error texts, shared by the keyspace and the front end.
 inline constexpr std::string_view kSyntaxError = "ERR syntax error";

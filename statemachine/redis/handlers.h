@@ -62,16 +62,23 @@ private:
     static Keyspace::KeyName key_of(std::string_view name) {
         return Keyspace::KeyName{key_hash(name), std::string(name)};
     }
+    // Deletes a key, recording the deletion for WATCH (Keyspace::changed_since).
     static bool erase(Keyspace& ks, std::string_view name) {
         auto it = ks.keys_.find(key_of(name));
         if (it == ks.keys_.end()) {
             return false;
         }
-        if (it->second.expire_at_ms != 0) {
-            ks.expiry_.erase({it->second.expire_at_ms, it->first});
-        }
-        ks.keys_.erase(it);
+        ks.erase_at(it);
         return true;
+    }
+    // Records that the entry being applied changed the key at `name`, if it exists (a deleted one
+    // was recorded by erase). Where Redis calls signalModifiedKey: only when something changed.
+    static void touch(Keyspace& ks, std::string_view name) {
+        auto it = ks.keys_.find(key_of(name));
+        if (it != ks.keys_.end()) {
+            RL_ASSERT(it->second.changed_at <= ks.index_);
+            it->second.changed_at = ks.change_index();
+        }
     }
     // Sets the deadline (0: none) of an existing key; a deadline <= now deletes it.
     static void set_expiry(Keyspace& ks, std::string_view name, TimeMs at, TimeMs now) {
@@ -85,6 +92,7 @@ private:
             ks.expiry_.erase({it->second.expire_at_ms, it->first});
         }
         it->second.expire_at_ms = at;
+        it->second.changed_at = ks.change_index();
         if (at != 0) {
             ks.expiry_.emplace(at, it->first);
         }
@@ -98,6 +106,7 @@ private:
                            TimeMs now) {
         auto [it, inserted] = ks.keys_.try_emplace(key_of(name));
         it->second.value = std::move(value);
+        it->second.changed_at = ks.change_index();
         if (!keep_ttl || inserted) {
             set_expiry(ks, name, at, now);
         }
@@ -111,6 +120,7 @@ private:
         if (e == nullptr) {
             e = &ks.keys_.try_emplace(key_of(name)).first->second;
             e->value = T{};
+            e->changed_at = ks.change_index();  // created: a change whatever the caller adds
         }
         return std::get_if<T>(&e->value);
     }

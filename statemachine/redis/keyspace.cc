@@ -3,12 +3,14 @@
 
 #include "statemachine/redis/keyspace.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "base/assert.h"
+#include "statemachine/redis/commands.h"
 
 namespace raftlock::statemachine::redis {
 
@@ -46,12 +48,43 @@ bool Keyspace::admit(uint64_t origin, uint64_t seq, Index index) {
     return true;
 }
 
-void Keyspace::expire_until(TimeMs now_ms) {
-    while (!expiry_.empty() && expiry_.begin()->first <= now_ms) {
-        auto node = expiry_.extract(expiry_.begin());
-        const size_t erased = keys_.erase(node.value().second);
-        RL_ASSERT_MSG(erased == 1, "the expiry index names a key that does not exist");
+void Keyspace::advance(Index index, TimeMs now_ms, uint8_t format) {
+    RL_ASSERT(index > index_);
+    index_ = index;
+    if (tracked_since_ == 0 && format >= kRedisFormatTransactions) {
+        tracked_since_ = index;
     }
+    while (!expiry_.empty() && expiry_.begin()->first <= now_ms) {
+        auto it = keys_.find(expiry_.begin()->second);
+        RL_ASSERT_MSG(it != keys_.end(), "the expiry index names a key that does not exist");
+        erase_at(it);
+    }
+}
+
+void Keyspace::erase_at(std::map<KeyName, Entry>::iterator it) {
+    RL_ASSERT(it != keys_.end());
+    if (it->second.expire_at_ms != 0) {
+        const size_t erased = expiry_.erase({it->second.expire_at_ms, it->first});
+        RL_ASSERT(erased == 1);
+    }
+    Index& deleted_at = deletions_[it->first.hash % kDeletionBuckets];
+    RL_ASSERT(deleted_at <= index_);
+    if (tracked_since_ != 0) {
+        deleted_at = index_;
+    }
+    keys_.erase(it);
+}
+
+bool Keyspace::changed_since(std::string_view key, Index index) const {
+    if (index < tracked_since_ || tracked_since_ == 0) {
+        return true;  // before the records began: they cannot tell (see the header comment)
+    }
+    const uint64_t hash = key_hash(key);
+    auto it = keys_.find(KeyName{hash, std::string(key)});
+    if (it != keys_.end()) {
+        return it->second.changed_at > index;
+    }
+    return deletions_[hash % kDeletionBuckets] > index;
 }
 
 std::optional<TimeMs> Keyspace::next_expiry_ms() const {
@@ -91,23 +124,27 @@ constexpr uint8_t snapshot_type() {
 
 }  // namespace
 
-// Snapshot section (statemachine/snapshot.cc, version 2; types 2-4 from version 6):
-//   keys: name, u8 type, expire_at_ms, then by type
+// Snapshot section (statemachine/snapshot.cc, version 2; types 2-4 from version 6; what WATCH
+// needs from version 7):
+//   keys: name, u8 type, expire_at_ms, changed_at (version 7), then by type
 //     0 string: the bytes            1 hash: count, (field, value)*
 //     2 list: count, item*           3 set: count, member*
 //     4 sorted set: count, (member, fixed64 score bits)* in member order
 //   scripts: sha, body
 //   origins: origin, last_seq, last_index
+//   (version 7) tracked_since, deletions: (bucket, index)* for the buckets with one
 void Keyspace::write(Writer& w) const {
     w.varint(keys_.size());
     for (const auto& [key, entry] : keys_) {
         w.bytes(key.name);
         std::visit(
             // (A structured binding is not captured: clang refuses it before C++20's P1091.)
-            [&w, expire_at_ms = entry.expire_at_ms](const auto& value) {
+            [&w, expire_at_ms = entry.expire_at_ms,
+             changed_at = entry.changed_at](const auto& value) {
                 using T = std::decay_t<decltype(value)>;
                 w.u8(snapshot_type<T>());
                 w.svarint(expire_at_ms);
+                w.varint(changed_at);
                 if constexpr (std::is_same_v<T, std::string>) {
                     w.bytes(value);
                 } else if constexpr (std::is_same_v<T, Hash>) {
@@ -143,6 +180,15 @@ void Keyspace::write(Writer& w) const {
         w.varint(o.last_seq);
         w.varint(o.last_index);
     }
+    w.varint(tracked_since_);
+    const auto recorded = [](Index at) { return at != 0; };
+    w.varint(static_cast<uint64_t>(std::count_if(deletions_.begin(), deletions_.end(), recorded)));
+    for (size_t bucket = 0; bucket < deletions_.size(); ++bucket) {
+        if (recorded(deletions_[bucket])) {
+            w.varint(bucket);
+            w.varint(deletions_[bucket]);
+        }
+    }
 }
 
 namespace {
@@ -159,13 +205,17 @@ uint64_t read_count(Reader& r) {
 
 }  // namespace
 
-bool Keyspace::read(Reader& r, bool collections) {
+bool Keyspace::read(Reader& r, bool collections, bool changes, Index last_applied) {
     RL_ASSERT(keys_.empty() && scripts_.empty() && origins_.empty());
+    index_ = last_applied;
     for (uint64_t n = read_count(r); r.ok() && n > 0; --n) {
         std::string name = r.bytes(kValueBytesMax);
         const uint8_t type = r.u8();
         Entry entry;
         entry.expire_at_ms = r.svarint();
+        if (changes) {
+            entry.changed_at = r.varint();
+        }
         if (type == kSnapshotString) {
             entry.value = r.bytes(kValueBytesMax);
         } else if (type == kSnapshotHash) {
@@ -224,6 +274,15 @@ bool Keyspace::read(Reader& r, bool collections) {
         o.last_index = r.varint();
         origins_[origin] = o;
     }
+    if (changes) {
+        tracked_since_ = r.varint();
+        for (uint64_t n = read_count(r); r.ok() && n > 0; --n) {
+            const uint64_t bucket = r.varint_in(0, kDeletionBuckets - 1);
+            if (r.ok()) {
+                deletions_[bucket] = r.varint();
+            }
+        }
+    }
     return r.ok();
 }
 
@@ -232,6 +291,10 @@ std::string Keyspace::check_invariants() const {
     for (const auto& [key, entry] : keys_) {
         if (key.hash != key_hash(key.name)) {
             return fmt::format("redis key '{}' is filed under the wrong hash", key.name);
+        }
+        if (entry.changed_at > index_) {
+            return fmt::format("redis key '{}' was changed at {}, after the last entry {}",
+                               key.name, entry.changed_at, index_);
         }
         if (entry.expire_at_ms < 0) {
             return fmt::format("redis key '{}' has a negative deadline", key.name);
@@ -272,6 +335,10 @@ std::string Keyspace::check_invariants() const {
     }
     if (with_ttl != expiry_.size()) {
         return "the redis expiry index names keys without that TTL";
+    }
+    if (tracked_since_ > index_ ||
+        std::any_of(deletions_.begin(), deletions_.end(), [&](Index at) { return at > index_; })) {
+        return "the redis keyspace records a change after the last entry";
     }
     if (scripts_.size() > kScriptsMax || origins_.size() > kOriginsMax) {
         return "the redis script cache or origin table is over its limit";

@@ -108,6 +108,7 @@ Value Commands::push(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
         }
     }
     RL_ASSERT(!list->empty());
+    touch(ks, a[1]);
     return Value::integer_of(static_cast<int64_t>(list->size()));
 }
 
@@ -139,6 +140,9 @@ Value Commands::pop(Keyspace& ks, const Argv& a, TimeMs now, std::string_view na
         } else {
             list->pop_back();
         }
+    }
+    if (take > 0) {
+        touch(ks, a[1]);
     }
     drop_if_empty(ks, a[1], *list);
     if (!count) {
@@ -181,6 +185,9 @@ Value Commands::lrem(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, 
             }
         }
     }
+    if (removed > 0) {
+        touch(ks, a[1]);
+    }
     drop_if_empty(ks, a[1], *list);
     return Value::integer_of(static_cast<int64_t>(removed));
 }
@@ -201,6 +208,7 @@ Value Commands::lset(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, 
         return err("ERR index out of range");
     }
     (*list)[*at] = a[3];
+    touch(ks, a[1]);
     return Value::ok();
 }
 
@@ -223,6 +231,7 @@ Value Commands::ltrim(Keyspace& ks, const Argv& a, TimeMs now, std::string_view,
         list->erase(list->begin() + r.last + 1, list->end());
         list->erase(list->begin(), list->begin() + r.first);
     }
+    touch(ks, a[1]);  // even when nothing was trimmed, as Redis does
     drop_if_empty(ks, a[1], *list);
     return Value::ok();
 }

@@ -1289,7 +1289,8 @@ Value run_script(std::string_view body,
                  const std::vector<std::string>& keys,
                  const std::vector<std::string>& args,
                  const ScriptCall& call,
-                 const ScriptLimits& limits) {
+                 const ScriptLimits& limits,
+                 uint64_t* instructions_used) {
     const Source source = read_source(body);
     if (!source.error.empty()) {
         return Value::error(source.error);
@@ -1307,6 +1308,9 @@ Value run_script(std::string_view body,
     lua_atpanic(L, on_panic);
     const int status = lua_cpcall(L, run_protected, &ctx);
     lua_close(L);
+    if (instructions_used != nullptr) {
+        *instructions_used = std::min(ctx.instructions_used, limits.instructions_max);
+    }
     return outcome(ctx, status, body);
 }
 

@@ -86,12 +86,14 @@ using ScriptCall = std::function<Value(const Argv& argv)>;
 // calls. `call` (non-empty) is invoked synchronously, zero or more times, only during this
 // function. Commands a script ran before failing stay run, as in Redis: there is no rollback, and
 // after a limit is hit no further command is run. Each run builds and discards its own
-// interpreter, about 60 us for a short script.
+// interpreter, about 60 us for a short script. `instructions_used`, when given, receives what the
+// run spent of limits.instructions_max (a script that did not compile spent nothing).
 Value run_script(std::string_view body,
                  const std::vector<std::string>& keys,
                  const std::vector<std::string>& args,
                  const ScriptCall& call,
-                 const ScriptLimits& limits = {});
+                 const ScriptLimits& limits = {},
+                 uint64_t* instructions_used = nullptr);
 
 // Compiles `body` without running it (SCRIPT LOAD): empty when it compiles, else the error reply's
 // text as Redis words it, starting with its code, e.g. "ERR Error compiling script (new

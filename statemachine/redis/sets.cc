@@ -45,6 +45,9 @@ Value Commands::sadd(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, 
         added += set->insert(a[i]).second ? 1 : 0;
     }
     RL_ASSERT(!set->empty());
+    if (added > 0) {
+        touch(ks, a[1]);
+    }
     return Value::integer_of(added);
 }
 
@@ -58,6 +61,9 @@ Value Commands::srem(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, 
     int64_t removed = 0;
     for (size_t i = 2; i < a.size(); ++i) {
         removed += static_cast<int64_t>(set->erase(a[i]));
+    }
+    if (removed > 0) {
+        touch(ks, a[1]);
     }
     drop_if_empty(ks, a[1], *set);
     return Value::integer_of(removed);

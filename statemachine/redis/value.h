@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,7 +86,28 @@ using Argv = std::vector<std::string>;
 struct Publication {
     std::string channel;
     std::string message;
+    // The item of a transaction's EXEC reply that answers this PUBLISH, which the node answering
+    // the client replaces with its own count of receivers; none for a lone PUBLISH (its whole
+    // reply is the count) or a script's.
+    std::optional<size_t> exec_item;
     friend bool operator==(const Publication&, const Publication&) = default;
+};
+
+// A key WATCH named, and the applied index of the state it was served at: EXEC aborts when the
+// key was changed by a later entry (docs/redis-mode.md, transactions).
+struct WatchedKey {
+    std::string key;
+    uint64_t index = 0;
+    friend bool operator==(const WatchedKey&, const WatchedKey&) = default;
+};
+
+// MULTI ... EXEC: one log entry. The queued keyspace commands (connection commands such as PING
+// stay with the front end) run one after another, nothing between them, unless a watched key
+// changed first.
+struct Transaction {
+    std::vector<WatchedKey> watched;
+    std::vector<Argv> commands;
+    friend bool operator==(const Transaction&, const Transaction&) = default;
 };
 
 }  // namespace raftlock::statemachine::redis

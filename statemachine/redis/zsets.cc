@@ -340,6 +340,9 @@ Value Commands::zadd(Keyspace& ks, const Argv& a, TimeMs now, std::string_view n
                 ++updated;
             }
         }
+        if (added + updated > 0) {
+            touch(ks, a[1]);
+        }
         drop_if_empty(ks, a[1], z);
     }
     if (incr) {
@@ -358,6 +361,9 @@ Value Commands::zrem(Keyspace& ks, const Argv& a, TimeMs now, std::string_view, 
     int64_t removed = 0;
     for (size_t i = 2; i < a.size(); ++i) {
         removed += remove(*z, a[i]) ? 1 : 0;
+    }
+    if (removed > 0) {
+        touch(ks, a[1]);
     }
     drop_if_empty(ks, a[1], *z);
     return Value::integer_of(removed);
@@ -382,6 +388,9 @@ Value Commands::zremrangebyscore(Keyspace& ks, const Argv& a, TimeMs now, std::s
         ++removed;
     }
     RL_ASSERT(z->order.size() == z->scores.size());
+    if (removed > 0) {
+        touch(ks, a[1]);
+    }
     drop_if_empty(ks, a[1], *z);
     return Value::integer_of(removed);
 }

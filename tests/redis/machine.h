@@ -48,6 +48,23 @@ struct Machine {
         published = std::move(r.published);
         return r.response.redis;
     }
+    // MULTI ... EXEC: `commands` in one entry, aborted if a key of `watched` changed after its
+    // index (what a WATCH served now would record: watch()).
+    Value exec(std::vector<Argv> commands, std::vector<redis::WatchedKey> watched = {}) {
+        const Command c{.seq = ++seq,
+                        .time_ms = now,
+                        .op = RedisTransaction{
+                            kOrigin, redis::Transaction{std::move(watched), std::move(commands)},
+                            script_budget == 0 ? 100000 : script_budget}};
+        Result<std::string, ErrorCode> bytes = encode_command(c);
+        REQUIRE(bytes.ok());
+        ApplyResult r = sm.apply(++index, bytes.value());
+        REQUIRE(sm.check_invariants() == "");
+        published = std::move(r.published);
+        return r.response.redis;
+    }
+    // A WATCH of `key` served now: at the applied index, as a node serves it.
+    redis::WatchedKey watch(std::string key) const { return {std::move(key), sm.last_applied()}; }
     Value read(Argv argv) const { return sm.redis_query(argv); }
     void tick(TimeMs ms) {
         now += ms;

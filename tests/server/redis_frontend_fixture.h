@@ -36,16 +36,27 @@ struct Output final : RespOutput {
 };
 
 struct Backend final : RedisBackend {
+    // A WATCH is recorded as argv {"WATCH"}, an EXEC as {"EXEC"} with its transaction.
     struct Call {
         uint64_t ticket;
         redis::Argv argv;
         std::string user;
+        redis::Transaction transaction;
     };
     void redis_command(net::ConnectionId,
                        uint64_t ticket,
                        redis::Argv&& argv,
                        const std::string& user) override {
-        calls.push_back(Call{ticket, std::move(argv), user});
+        calls.push_back(Call{ticket, std::move(argv), user, {}});
+    }
+    void redis_watch(net::ConnectionId, uint64_t ticket, const std::string& user) override {
+        calls.push_back(Call{ticket, {"WATCH"}, user, {}});
+    }
+    void redis_transaction(net::ConnectionId,
+                           uint64_t ticket,
+                           redis::Transaction&& transaction,
+                           const std::string& user) override {
+        calls.push_back(Call{ticket, {"EXEC"}, user, std::move(transaction)});
     }
     bool redis_users_enabled() const override { return users; }
     bool redis_login(const std::string& user, const std::string& password) override {

@@ -3,12 +3,13 @@
 // explicit tags), commands-v2.txt those of version 2 (before ACLs) and commands-v3.txt those of
 // version 3 (before users), commands-v4.txt those of version 4 (before the bound on seqs: the
 // same layout) and commands-v5.txt those of version 5 (before Redis lists, sets and sorted sets:
-// the same layout) and commands-v6.txt those of version 6 (before PUBLISH: the same layout); they
-// must still decode, to the command sample_commands() has at that position,
-// so that a log written by an earlier server replays. golden/commands-v7.txt pins version 7 byte
-// for byte: an accidental change to the encoding fails here, not in a replica. sample_commands()
-// only grows at its end; a new sample needs its line in commands-v7.txt (the failure prints it;
-// RAFTLOCK_GOLDEN_WRITE=1 writes it, to be reviewed as a diff).
+// the same layout), commands-v6.txt those of version 6 (before PUBLISH: the same layout) and
+// commands-v7.txt those of version 7 (before MULTI/EXEC: the same layout without tag 33); they
+// must still decode, to the command sample_commands() has at that position, so that a log written
+// by an earlier server replays. golden/commands-v8.txt pins version 8 byte for byte: an accidental
+// change to the encoding fails here, not in a replica. sample_commands() only grows at its end; a
+// new sample needs its line in commands-v8.txt (the failure prints it; RAFTLOCK_GOLDEN_WRITE=1
+// writes it, to be reviewed as a diff).
 
 #include <cstdlib>
 #include <filesystem>
@@ -81,7 +82,7 @@ void check_older_format(const std::string& file, size_t lines, uint8_t version) 
     }
 }
 
-TEST_CASE("entries of format versions 1 to 6 still decode, and re-encode as version 7",
+TEST_CASE("entries of format versions 1 to 7 still decode, and re-encode as version 8",
           "[statemachine][codec][golden]") {
     // The samples of November 2026: every op and both budget forms (version 1), then attach and
     // the containers-at-end multi (version 2, before ACLs), then ACLs (version 3, before users).
@@ -94,19 +95,21 @@ TEST_CASE("entries of format versions 1 to 6 still decode, and re-encode as vers
     check_older_format("commands-v5.txt", 32, kCommandFormatVersionV5);
     // Version 6 (before PUBLISH): every sample of its time, in version 7's layout.
     check_older_format("commands-v6.txt", 32, kCommandFormatVersionV6);
+    // Version 7 (before MULTI/EXEC): every sample of its time, in version 8's layout.
+    check_older_format("commands-v7.txt", 33, kCommandFormatVersionV7);
 }
 
-TEST_CASE("format version 7 is pinned byte for byte", "[statemachine][codec][golden]") {
+TEST_CASE("format version 8 is pinned byte for byte", "[statemachine][codec][golden]") {
     const std::vector<Command> samples = sample_commands();
     std::string expected;
     for (const Command& c : samples) {
         expected += golden_line(c) + "\n";
     }
     if (std::getenv("RAFTLOCK_GOLDEN_WRITE") != nullptr) {
-        std::ofstream(std::filesystem::path(RAFTLOCK_GOLDEN_DIR) / "commands-v7.txt") << expected;
+        std::ofstream(std::filesystem::path(RAFTLOCK_GOLDEN_DIR) / "commands-v8.txt") << expected;
     }
-    const std::vector<GoldenLine> golden = read_golden("commands-v7.txt");
-    INFO("commands-v7.txt for today's samples:\n" << expected);
+    const std::vector<GoldenLine> golden = read_golden("commands-v8.txt");
+    INFO("commands-v8.txt for today's samples:\n" << expected);
     REQUIRE(golden.size() == samples.size());
     for (size_t i = 0; i < samples.size(); ++i) {
         INFO("line " << i + 1 << ": " << golden[i].text);

@@ -128,6 +128,15 @@ inline std::vector<Command> sample_commands() {
     publish.seq = 16;
     publish.op = RedisCommand{0xfeedULL, {"PUBLISH", "locks", "released"}, 100000};
     out.push_back(publish);
+    // MULTI ... EXEC after WATCH (version 8, tag 33): two watched keys, three commands.
+    Command exec;
+    exec.seq = 17;
+    exec.op = RedisTransaction{
+        0xfeedULL,
+        redis::Transaction{{{"counter", 41}, {"owner", 7}},
+                           {{"GET", "counter"}, {"SET", "counter", "42"}, {"PUBLISH", "c", "42"}}},
+        100000};
+    out.push_back(exec);
     return out;
 }
 

@@ -42,6 +42,9 @@ done
 # cannot: a SUBSCRIBE turns it into a listener).
 python3 "$here/pubsub_compat.py" "$REAL_REDIS_PORT" "${RAFTLOCK_REDIS_PORTS[@]}" ||
     failures=$((failures + 1))
+# MULTI/EXEC/DISCARD/WATCH the same way, with the writer that must abort a watcher on another node.
+python3 "$here/transactions_compat.py" "$REAL_REDIS_PORT" "${RAFTLOCK_REDIS_PORTS[@]}" ||
+    failures=$((failures + 1))
 
 redis-cli -p "${RAFTLOCK_REDIS_PORTS[1]}" <"$here/session_raftlock.redis" >"$WORK/own"
 compare "session_raftlock.redis (owner-checked release and extend)" \

@@ -8,3 +8,4 @@ source "$here/lib.sh" "$1" "$2"
 start_cluster
 wait_redis_ready
 /usr/bin/python3 "$here/lock_counter.py" "${RAFTLOCK_REDIS_PORTS[@]}"
+/usr/bin/python3 "$here/watch_counter.py" "${RAFTLOCK_REDIS_PORTS[@]}"
