@@ -3,6 +3,7 @@
 #include <array>
 #include <set>
 #include <string_view>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -47,6 +48,27 @@ bool is_transaction_command(std::string_view name) {
 using Kind = RedisSubscriptions::Kind;
 
 constexpr int kRedisLoginFailuresMax = 3;
+
+// WAIT numreplicas timeout's arguments, checked in Redis's order, or the error Redis gives.
+struct WaitArgs {
+    int64_t numreplicas = 0;
+    int64_t timeout_ms = 0;
+};
+std::variant<WaitArgs, Value> parse_wait(const redis::Argv& argv) {
+    RL_ASSERT(argv.size() == 3);
+    const std::optional<int64_t> numreplicas = redis::parse_int(argv[1]);
+    if (!numreplicas) {
+        return Value::error(std::string(redis::kNotInteger));
+    }
+    const std::optional<int64_t> timeout = redis::parse_int(argv[2]);
+    if (!timeout) {
+        return Value::error("ERR timeout is not an integer or out of range");
+    }
+    if (*timeout < 0) {
+        return Value::error("ERR timeout is negative");
+    }
+    return WaitArgs{*numreplicas, *timeout};
+}
 
 }  // namespace
 
@@ -136,10 +158,11 @@ void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
             continue;
         }
         const Step step = step_of(c, argv);
-        const redis::Route route = step == Step::kWatch   ? redis::Route::kRead
-                                   : step == Step::kExec  ? redis::Route::kWrite
-                                   : step == Step::kLocal ? redis::Route::kConnection
-                                                          : redis::route_of(argv);
+        const redis::Route route = step == Step::kWatch  ? redis::Route::kRead
+                                   : step == Step::kExec ? redis::Route::kWrite
+                                   : step == Step::kLocal || step == Step::kWait
+                                       ? redis::Route::kConnection
+                                       : redis::route_of(argv);
         if (c.in_flight > 0 && (route == redis::Route::kConnection || route != c.in_flight_route)) {
             break;  // waits for the commands in flight: see the header on order
         }
@@ -157,10 +180,15 @@ void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
         pending.dispatched = true;
         pending.step = step;
         ++c.in_flight;
+        // A WAIT in flight (route kConnection) holds back every later command, as it blocks the
+        // client in Redis.
         c.in_flight_route = route;
         const uint64_t ticket = c.first_ticket + index;
         // The backend may answer at once (an error): on_reply completes it, and this loop goes on.
-        if (step == Step::kWatch) {
+        if (step == Step::kWait) {
+            const auto args = std::get<WaitArgs>(parse_wait(argv));
+            backend_.redis_wait(id, ticket, args.numreplicas, args.timeout_ms);
+        } else if (step == Step::kWatch) {
             backend_.redis_watch(id, ticket, c.user);  // the keys stay here, for the reply
         } else if (step == Step::kExec) {
             backend_.redis_transaction(id, ticket, take_transaction(c, pending), c.user);
@@ -303,6 +331,14 @@ Value RedisFrontend::run_local(net::ConnectionId id, Conn& c, const redis::Argv&
         c.watched.clear();
         c.watched_bytes = 0;
         return Value::ok();
+    }
+    if (name == "wait") {
+        // Here only with bad arguments, or queued in MULTI, where Redis does not block either.
+        std::variant<WaitArgs, Value> args = parse_wait(argv);
+        if (Value* error = std::get_if<Value>(&args)) {
+            return std::move(*error);
+        }
+        return Value::integer_of(backend_.redis_replicas_holding());
     }
     RL_PANIC("a connection command without a handler");
 }

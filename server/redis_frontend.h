@@ -78,6 +78,15 @@ public:
                                    uint64_t ticket,
                                    redis::Transaction&& transaction,
                                    const std::string& user) = 0;
+    // WAIT numreplicas timeout_ms: answered with how many other nodes hold every write this node
+    // has applied (so every earlier write of the connection), once at least `numreplicas` do or
+    // when timeout_ms (0: none) passes, as an integer reply.
+    virtual void redis_wait(net::ConnectionId id,
+                            uint64_t ticket,
+                            int64_t numreplicas,
+                            int64_t timeout_ms) = 0;
+    // The same count, now (WAIT inside MULTI does not block, as in Redis).
+    virtual int64_t redis_replicas_holding() const = 0;
     virtual void redis_closed(net::ConnectionId id) = 0;
     // The replication section of INFO: "role:master" or "role:slave", and more fields.
     virtual std::string redis_replication_info() const = 0;
@@ -146,6 +155,7 @@ private:
         kLocal,     // answered here at once
         kWatch,     // WATCH: a read (redis_watch)
         kExec,      // EXEC of a transaction with something to send: a write (redis_transaction)
+        kWait,      // WAIT: alone, after every earlier command and before any later (redis_wait)
     };
     struct Pending {
         redis::Argv argv;                  // moved to the backend when dispatched (kept for WATCH)

@@ -59,6 +59,11 @@ RedisFrontend::Step RedisFrontend::step_of(const Conn& c, const redis::Argv& arg
     if (redis::route_of(argv) != redis::Route::kConnection) {
         return Step::kKeyspace;
     }
+    if (is(argv, "wait")) {
+        // Valid arguments wait in the backend; an error is answered here (run_local).
+        const std::optional<int64_t> timeout = redis::parse_int(argv[2]);
+        return redis::parse_int(argv[1]) && timeout && *timeout >= 0 ? Step::kWait : Step::kLocal;
+    }
     if (is(argv, "watch")) {
         size_t keys = c.watched.size();
         size_t bytes = c.watched_bytes;

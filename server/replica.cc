@@ -136,6 +136,7 @@ void Replica::tick() {
         maybe_bootstrap_root();
     }
     expire_requests();
+    check_redis_waits();
     enforce_login_deadline();
     sql_keepalives();
     queue_commit_write();

@@ -123,6 +123,11 @@ public:
                        redis::Argv&& argv,
                        const std::string& user) override;
     void redis_watch(net::ConnectionId id, uint64_t ticket, const std::string& user) override;
+    void redis_wait(net::ConnectionId id,
+                    uint64_t ticket,
+                    int64_t numreplicas,
+                    int64_t timeout_ms) override;
+    int64_t redis_replicas_holding() const override;
     void redis_transaction(net::ConnectionId id,
                            uint64_t ticket,
                            redis::Transaction&& transaction,
@@ -453,6 +458,19 @@ private:
     std::string decoy_secret_;
     uint64_t root_bootstrap_term_ = 0;  // the term this node last proposed AuthBootstrap in
     RedisFrontend* redis_frontend_ = nullptr;
+    // WAITs not yet answered: each answers when `numreplicas` other nodes hold `index`, or at its
+    // deadline (0: none). Checked every tick (replica_redis.cc).
+    struct RedisWait {
+        ClientRef client;
+        raft::Index index = 0;
+        int64_t numreplicas = 0;
+        int64_t deadline_ms = 0;
+    };
+    std::vector<RedisWait> redis_waits_;
+    // How many other nodes are known to hold `index`: on the leader those whose log matches
+    // through it; on a follower, of a committed index, the rest of a quorum.
+    int64_t replicas_holding(raft::Index index) const;
+    void check_redis_waits();
     PgFrontend* pg_frontend_ = nullptr;
     std::map<net::ConnectionId, PgConn> pg_conns_;
     std::map<uint64_t, net::ConnectionId> pg_sessions_;  // session -> connection

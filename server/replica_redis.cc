@@ -105,6 +105,60 @@ void Replica::redis_watch(net::ConnectionId id, uint64_t ticket, const std::stri
     schedule_flush();
 }
 
+// WAIT: every write this node has applied (the connection's included: each was answered after
+// this node applied it) is the one to count.
+void Replica::redis_wait(net::ConnectionId id,
+                         uint64_t ticket,
+                         int64_t numreplicas,
+                         int64_t timeout_ms) {
+    RL_ASSERT(is_redis(id) && timeout_ms >= 0);
+    const ClientRef client{id, ticket};
+    const raft::Index index = applied_index_;
+    const int64_t holding = replicas_holding(index);
+    // A follower cannot see the others' logs: it answers at once what it can vouch for, rather
+    // than wait for what it would never learn (with timeout 0, forever).
+    if (holding >= numreplicas || !is_leader()) {
+        redis_reply(client, redis::Value::integer_of(holding));
+        return;
+    }
+    // Bounded by the connections and their pipelines; dropped when the connection closes.
+    redis_waits_.push_back(RedisWait{client, index, numreplicas,
+                                     timeout_ms == 0 ? 0 : clock_.steady_ms() + timeout_ms});
+}
+
+int64_t Replica::redis_replicas_holding() const {
+    return replicas_holding(applied_index_);
+}
+
+int64_t Replica::replicas_holding(raft::Index index) const {
+    const raft::NodeStatus st = raw_->status();
+    if (st.soft_state.role == raft::Role::kLeader) {
+        int64_t holding = 0;
+        for (const raft::PeerStatus& p : st.peers) {
+            holding += p.id != config_.node_id && p.match >= index ? 1 : 0;
+        }
+        return holding;
+    }
+    if (st.hard_state.commit < index) {
+        return 0;
+    }
+    // Committed: a majority of the voters hold it, this node perhaps among them.
+    const auto quorum = static_cast<int64_t>(st.conf_state.voters.size() / 2 + 1);
+    return quorum - 1;
+}
+
+void Replica::check_redis_waits() {
+    const int64_t now = clock_.steady_ms();
+    std::erase_if(redis_waits_, [&](const RedisWait& w) {
+        const int64_t holding = replicas_holding(w.index);
+        if (holding < w.numreplicas && is_leader() && (w.deadline_ms == 0 || now < w.deadline_ms)) {
+            return false;
+        }
+        redis_reply(w.client, redis::Value::integer_of(holding));
+        return true;
+    });
+}
+
 void Replica::redis_transaction(net::ConnectionId id,
                                 uint64_t ticket,
                                 redis::Transaction&& transaction,
@@ -175,6 +229,7 @@ std::vector<size_t> Replica::deliver_publications(
 void Replica::redis_closed(net::ConnectionId id) {
     redis_rates_.erase(id);
     drop_pending_writes(id);
+    std::erase_if(redis_waits_, [id](const RedisWait& w) { return w.client.conn == id; });
 }
 
 std::string Replica::redis_replication_info() const {

@@ -126,6 +126,7 @@ constexpr std::array kCommands = {
     CommandSpec{"unlink", -2, W},
     CommandSpec{"unsubscribe", -1, C, false, kRedisFormatPubSub},
     CommandSpec{"unwatch", 1, C, false, kRedisFormatTransactions},
+    CommandSpec{"wait", 3, C, false, kRedisFormatTransactions},
     CommandSpec{"watch", -2, C, false, kRedisFormatTransactions},
     CommandSpec{"zadd", -4, W, true, kRedisFormatCollections},
     CommandSpec{"zcard", 2, R, true, kRedisFormatCollections},

@@ -61,6 +61,8 @@ inline constexpr std::string_view kWrongType =
     "WRONGTYPE Operation against a key holding the wrong kind of value";
 inline constexpr std::string_view kNotInteger = "ERR value is not an integer or out of range";
 std::string wrong_arity(std::string_view lower_name);
+// Redis's string2ll: an optional '-', digits, no leading zeros, no spaces, within int64.
+std::optional<int64_t> parse_int(std::string_view s);
 std::string lower(std::string_view s);
 
 }  // namespace raftlock::statemachine::redis

@@ -20,8 +20,6 @@
 namespace raftlock::statemachine::redis {
 
 bool iequals(std::string_view a, std::string_view b);
-// Redis's string2ll: an optional '-', digits, no leading zeros, no spaces, within int64.
-std::optional<int64_t> parse_int(std::string_view s);
 std::optional<uint64_t> parse_cursor(std::string_view s);
 Value err(std::string_view text);
 

@@ -52,6 +52,14 @@ struct Backend final : RedisBackend {
     void redis_watch(net::ConnectionId, uint64_t ticket, const std::string& user) override {
         calls.push_back(Call{ticket, {"WATCH"}, user, {}});
     }
+    void redis_wait(net::ConnectionId,
+                    uint64_t ticket,
+                    int64_t numreplicas,
+                    int64_t timeout_ms) override {
+        calls.push_back(Call{
+            ticket, {"WAIT", std::to_string(numreplicas), std::to_string(timeout_ms)}, "", {}});
+    }
+    int64_t redis_replicas_holding() const override { return 2; }
     void redis_transaction(net::ConnectionId,
                            uint64_t ticket,
                            redis::Transaction&& transaction,

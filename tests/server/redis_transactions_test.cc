@@ -198,5 +198,37 @@ TEST_CASE("WATCH waits for the writes before it; EXEC for the reads before it",
     CHECK(f.take() == "+OK\r\n+OK\r\n$1\r\n1\r\n+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n");
 }
 
+TEST_CASE("WAIT waits for the writes before it and holds back the commands after it",
+          "[redis][wait]") {
+    Fixture f;
+    f.command({"SET", "k", "1"});
+    f.command({"WAIT", "2", "100"});
+    f.command({"GET", "k"});
+    CHECK(f.backend.calls.size() == 1);
+    f.answer(0, Value::ok());
+    REQUIRE(f.backend.calls.size() == 2);
+    CHECK(f.backend.calls[1].argv == redis::Argv{"WAIT", "2", "100"});
+    CHECK(f.backend.calls.size() == 2);  // the GET waits for the WAIT, as a blocked Redis client
+    f.answer(1, Value::integer_of(1));
+    REQUIRE(f.backend.calls.size() == 3);
+    f.answer(2, Value::bulk("1"));
+    CHECK(f.take() == "+OK\r\n:1\r\n$1\r\n1\r\n");
+    // Redis's errors, numreplicas checked first; none reaches the backend.
+    f.command({"WAIT", "x", "-1"});
+    f.command({"WAIT", "1", "x"});
+    f.command({"WAIT", "1", "-1"});
+    f.command({"WAIT", "1"});
+    CHECK(f.take() ==
+          "-ERR value is not an integer or out of range\r\n-ERR timeout is not an integer or out "
+          "of range\r\n-ERR timeout is negative\r\n-ERR wrong number of arguments for 'wait' "
+          "command\r\n");
+    CHECK(f.backend.calls.size() == 3);
+    // Inside MULTI it does not block: the count now (the fixture's backend says 2).
+    f.command({"MULTI"});
+    f.command({"WAIT", "5", "0"});
+    f.command({"EXEC"});
+    CHECK(f.take() == "+OK\r\n+QUEUED\r\n*1\r\n:2\r\n");
+}
+
 }  // namespace redis_frontend_test
 }  // namespace raftlock::server

@@ -69,6 +69,21 @@ for target in "$REAL_REDIS_PORT" "$port"; do
     exec 3<&-
 done
 compare "a pipeline of writes and reads, raw RESP" "$WORK/pipe.$REAL_REDIS_PORT" "$WORK/pipe.$port"
+# WAIT: on the leader, how many followers hold the connection's write (both, within the timeout);
+# on a follower, at once, the rest of a quorum (it cannot see the others' logs).
+for port in "${RAFTLOCK_REDIS_PORTS[@]}"; do
+    role=$(redis-cli -p "$port" INFO replication | grep -o 'role:[a-z]*' | tr -d '\r')
+    got=$(printf 'SET waited 1\r\nWAIT 2 3000\r\n' | timeout 5 redis-cli -p "$port" | tail -1)
+    want=$([ "$role" = role:master ] && echo 2 || echo 1)
+    if [ "$got" != "$want" ]; then
+        echo "FAIL: WAIT 2 3000 on $port ($role) answered '$got', not $want" >&2
+        failures=$((failures + 1))
+    else
+        echo "ok: WAIT on $port ($role): $got"
+    fi
+done
+got=$(timeout 5 redis-cli -p "${RAFTLOCK_REDIS_PORTS[0]}" WAIT 1 -1 2>&1)
+[ "$got" = "ERR timeout is negative" ] || { echo "FAIL: WAIT 1 -1: $got" >&2; failures=$((failures + 1)); }
 # Malformed RESP: an error, and only that connection closes.
 exec 3<>"/dev/tcp/127.0.0.1/$port"
 printf '*1\r\n$x\r\n' >&3
