@@ -158,11 +158,14 @@ void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
             continue;
         }
         const Step step = step_of(c, argv);
-        const redis::Route route = step == Step::kWatch  ? redis::Route::kRead
-                                   : step == Step::kExec ? redis::Route::kWrite
-                                   : step == Step::kLocal || step == Step::kWait
-                                       ? redis::Route::kConnection
-                                       : redis::route_of(argv);
+        // WATCH and WAIT run alone (route kConnection): after every earlier command, and before
+        // any later one starts. For WATCH that is what makes it sound: reads in flight together
+        // may be served at different applied indexes, in any order, and a GET pipelined after a
+        // WATCH must see a state at or after the WATCH's index, or a change between the two would
+        // escape both (found by the server simulator).
+        const redis::Route route = step == Step::kKeyspace ? redis::route_of(argv)
+                                   : step == Step::kExec   ? redis::Route::kWrite
+                                                           : redis::Route::kConnection;
         if (c.in_flight > 0 && (route == redis::Route::kConnection || route != c.in_flight_route)) {
             break;  // waits for the commands in flight: see the header on order
         }
@@ -180,8 +183,8 @@ void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
         pending.dispatched = true;
         pending.step = step;
         ++c.in_flight;
-        // A WAIT in flight (route kConnection) holds back every later command, as it blocks the
-        // client in Redis.
+        // A WATCH or WAIT in flight (route kConnection) holds back every later command (a WAIT
+        // blocks the client in Redis too).
         c.in_flight_route = route;
         const uint64_t ticket = c.first_ticket + index;
         // The backend may answer at once (an error): on_reply completes it, and this loop goes on.

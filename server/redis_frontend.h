@@ -153,7 +153,7 @@ private:
     enum class Step : uint8_t {
         kKeyspace,  // a read or a write: redis_command
         kLocal,     // answered here at once
-        kWatch,     // WATCH: a read (redis_watch)
+        kWatch,     // WATCH: a read (redis_watch), alone like kWait
         kExec,      // EXEC of a transaction with something to send: a write (redis_transaction)
         kWait,      // WAIT: alone, after every earlier command and before any later (redis_wait)
     };

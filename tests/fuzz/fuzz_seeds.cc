@@ -196,6 +196,12 @@ std::vector<std::string> keyspace_seeds() {
     seeds.push_back(
         "PUBLISH c m\r\nEVAL \"redis.call('publish', KEYS[1], ARGV[1]) redis.call('set', "
         "KEYS[1], ARGV[1]) return redis.call('publish', 'x', ARGV[1])\" 1 c hello\r\nGET c\r\n");
+    // MULTI/EXEC with watches (format 8): one that runs, one a write after its WATCH aborts, and
+    // a key that expires and is deleted between watch and EXEC.
+    seeds.push_back(
+        "SET w 1 PX 60\r\nWATCH w c\r\nMULTI\r\nINCR c\r\nPUBLISH ch m\r\nGET c\r\nEXEC\r\n"
+        "WATCH c\r\nSET c 5\r\nMULTI\r\nDEL c\r\nEXEC\r\nWATCH w gone\r\nzzzz\r\nMULTI\r\n"
+        "SADD s a\r\nLPUSH s b\r\nPING\r\nEXEC\r\n");
     return seeds;
 }
 

@@ -175,7 +175,7 @@ TEST_CASE("what a connection may queue and watch is bounded", "[redis][transacti
     CHECK(f.backend.calls.size() == 2);
 }
 
-TEST_CASE("WATCH waits for the writes before it; EXEC for the reads before it",
+TEST_CASE("WATCH runs alone: after the commands before it, before those after it",
           "[redis][transactions]") {
     Fixture f;
     f.command({"SET", "k", "1"});
@@ -184,14 +184,18 @@ TEST_CASE("WATCH waits for the writes before it; EXEC for the reads before it",
     f.answer(0, Value::ok());
     REQUIRE(f.backend.calls.size() == 2);
     CHECK(f.backend.calls[1].argv == redis::Argv{"WATCH"});
-    f.command({"GET", "k"});  // a read beside the WATCH: both in flight
-    CHECK(f.backend.calls.size() == 3);
+    // A read pipelined after it waits for its answer: two reads in flight may be served at
+    // different states in either order, and the GET must not see an older state than the index
+    // the WATCH recorded (a change between them would escape both: found by the simulator).
+    f.command({"GET", "k"});
+    CHECK(f.backend.calls.size() == 2);
+    f.answer(1, Value::integer_of(9));
+    REQUIRE(f.backend.calls.size() == 3);
     f.command({"MULTI"});
     f.command({"SET", "k", "2"});
     f.command({"EXEC"});
-    CHECK(f.backend.calls.size() == 3);
+    CHECK(f.backend.calls.size() == 3);  // the EXEC waits for the GET
     f.answer(2, Value::bulk("1"));
-    f.answer(1, Value::integer_of(9));
     REQUIRE(f.backend.calls.size() == 4);
     CHECK(f.backend.calls[3].transaction.watched == std::vector<redis::WatchedKey>{{"k", 9}});
     f.answer(3, Value::array({Value::ok()}));

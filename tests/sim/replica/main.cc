@@ -22,6 +22,7 @@
 #endif
 #include "tests/sim/replica/lock_clients.h"
 #include "tests/sim/replica/redis_clients.h"
+#include "tests/sim/replica/redis_counter_clients.h"
 #include "tests/sim/replica/sql_clients.h"
 #include "tests/sim/replica/watch_clients.h"
 #include "tests/sim/replica/world.h"
@@ -55,6 +56,7 @@ struct RunResult {
     std::vector<std::string> other_failures;  // liveness, and runs that proved nothing
     ClientStats stats;
     RedisClientStats redis;
+    RedisCounterStats counter;
     SqlClientStats sql;
     WatchClientStats watch;
     uint64_t faults = 0;
@@ -171,6 +173,9 @@ RunResult run(uint64_t seed, bool verbose) {
     RedisClientParams redis_params;
     redis_params.trace = verbose;
     RedisLockClients redis(world, redis_params);
+    RedisCounterParams counter_params;
+    counter_params.trace = verbose;
+    RedisCounterClients counter(world, counter_params);
     SqlClientParams sql_params;
     sql_params.trace = verbose;
     SqlClients sql(world, sql_params);
@@ -181,6 +186,7 @@ RunResult run(uint64_t seed, bool verbose) {
     Nemesis nemesis(world, verbose);
     clients.start();
     redis.start();
+    counter.start();
     sql.start();
     watchers.start();
     nemesis.start();
@@ -188,6 +194,7 @@ RunResult run(uint64_t seed, bool verbose) {
     nemesis.stop();
     clients.stop();
     redis.stop();
+    counter.stop();
     sql.stop();
     watchers.stop();
     world.run_until(kFaultyUs + kSettleUs);
@@ -204,15 +211,19 @@ RunResult run(uint64_t seed, bool verbose) {
     }
     result.failures = clients.failures();
     result.failures.insert(result.failures.end(), redis.failures().begin(), redis.failures().end());
+    result.failures.insert(result.failures.end(), counter.failures().begin(),
+                           counter.failures().end());
     result.failures.insert(result.failures.end(), sql.failures().begin(), sql.failures().end());
     result.failures.insert(result.failures.end(), watchers.failures().begin(),
                            watchers.failures().end());
-    for (const auto* list : {&clients.liveness_failures(), &redis.liveness_failures(),
-                             &sql.liveness_failures(), &watchers.liveness_failures()}) {
+    for (const auto* list :
+         {&clients.liveness_failures(), &redis.liveness_failures(), &counter.liveness_failures(),
+          &sql.liveness_failures(), &watchers.liveness_failures()}) {
         result.other_failures.insert(result.other_failures.end(), list->begin(), list->end());
     }
     result.stats = clients.stats();
     result.redis = redis.stats();
+    result.counter = counter.stats();
     result.sql = sql.stats();
     result.watch = watchers.stats();
     result.faults = nemesis.faults();
@@ -227,6 +238,11 @@ RunResult run(uint64_t seed, bool verbose) {
         result.other_failures.push_back(
             fmt::format("no Redis lock was taken and read (taken {}, reads {})",
                         result.redis.acquired, result.redis.reads_checked));
+    }
+    if (result.counter.committed == 0) {
+        result.other_failures.push_back(
+            fmt::format("no Redis transaction committed ({} aborted, {} unknown)",
+                        result.counter.aborted, result.counter.unknown));
     }
     if (result.sql.locks_taken == 0 || result.sql.reads_checked == 0) {
         result.other_failures.push_back(
@@ -249,6 +265,8 @@ RunResult run(uint64_t seed, bool verbose) {
                     result.sql.reads_checked, result.sql.sessions_lost, result.watch.watches_set,
                     result.watch.events, result.watch.changes_seen, world.now_us(),
                     fmt::join(result.failures, ";"));
+    result.fingerprint += fmt::format("|{} {} {}", result.counter.committed, result.counter.aborted,
+                                      result.counter.unknown);
     if (verbose) {
         fmt::print("{}", world.describe());
     }
@@ -321,6 +339,8 @@ int main_impl(int argc, char** argv) {
     uint64_t faults = 0;
     uint64_t redis_acquired = 0;
     uint64_t redis_reads = 0;
+    uint64_t redis_committed = 0;
+    uint64_t redis_aborted = 0;
     uint64_t sql_locks = 0;
     uint64_t sql_rows = 0;
     uint64_t sql_reads = 0;
@@ -339,6 +359,8 @@ int main_impl(int argc, char** argv) {
         total.sessions_lost += r.stats.sessions_lost;
         redis_acquired += r.redis.acquired;
         redis_reads += r.redis.reads_checked;
+        redis_committed += r.counter.committed;
+        redis_aborted += r.counter.aborted;
         sql_locks += r.sql.locks_taken;
         sql_rows += r.sql.rows_acknowledged;
         sql_reads += r.sql.reads_checked;
@@ -381,13 +403,14 @@ int main_impl(int argc, char** argv) {
     const uint64_t seeds = last - first + 1;
     fmt::print(
         "{} seeds {}..{}: {} failed; {} grants, {} fenced writes, {} lapses, {} sessions "
-        "lost, {} cancels ({} granted); Redis: {} taken, {} reads checked; SQL: {} locks, {} rows "
-        "acknowledged, {} reads "
+        "lost, {} cancels ({} granted); Redis: {} taken, {} reads checked, {} transactions "
+        "committed, {} aborted by WATCH; SQL: {} locks, {} rows acknowledged, {} reads "
         "checked; watches: {} events, {} changes read after their event; {} faults; {:.1f} s "
         "({:.1f} seeds/s)\n",
         seeds, first, last, failed, total.grants, total.fenced_writes, total.lapses,
-        total.sessions_lost, cancels, cancels_granted, redis_acquired, redis_reads, sql_locks,
-        sql_rows, sql_reads, watch_events, watch_changes, faults, seconds, seeds / seconds);
+        total.sessions_lost, cancels, cancels_granted, redis_acquired, redis_reads, redis_committed,
+        redis_aborted, sql_locks, sql_rows, sql_reads, watch_events, watch_changes, faults, seconds,
+        seeds / seconds);
     if (expect_violation) {
         fmt::print("NOT CAUGHT: no seed failed\n");
         return 1;

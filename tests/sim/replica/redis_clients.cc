@@ -17,15 +17,17 @@ constexpr const char* kRelease =
 
 }  // namespace
 
-std::optional<RespReply> take_resp_reply(std::string& buffer) {
-    const size_t eol = buffer.find("\r\n");
+namespace {
+
+// One reply at buffer[at..] into r: the bytes it takes, or 0 while it is incomplete.
+size_t parse_reply(const std::string& buffer, size_t at, RespReply& r) {
+    const size_t eol = buffer.find("\r\n", at);
     if (eol == std::string::npos) {
-        return std::nullopt;
+        return 0;
     }
-    RespReply r;
-    r.kind = buffer[0];
-    const std::string line = buffer.substr(1, eol - 1);
-    size_t used = eol + 2;
+    r.kind = buffer[at];
+    const std::string line = buffer.substr(at + 1, eol - at - 1);
+    size_t used = eol + 2 - at;
     switch (r.kind) {
         case '+':
         case '-':
@@ -43,17 +45,42 @@ std::optional<RespReply> take_resp_reply(std::string& buffer) {
                 r.nil = true;
                 break;
             }
-            if (buffer.size() < used + static_cast<size_t>(length) + 2) {
-                return std::nullopt;
+            if (buffer.size() < at + used + static_cast<size_t>(length) + 2) {
+                return 0;
             }
-            r.text = buffer.substr(used, static_cast<size_t>(length));
+            r.text = buffer.substr(at + used, static_cast<size_t>(length));
             used += static_cast<size_t>(length) + 2;
+            break;
+        }
+        case '*': {
+            const int64_t count = std::strtoll(line.c_str(), nullptr, 10);
+            r.nil = count < 0;
+            for (int64_t i = 0; i < count; ++i) {
+                RespReply item;
+                const size_t taken = parse_reply(buffer, at + used, item);
+                if (taken == 0) {
+                    return 0;
+                }
+                used += taken;
+                r.items.push_back(std::move(item));
+            }
             break;
         }
         default:
             r.kind = '?';
-            r.text = buffer.substr(0, eol);
-            used = buffer.size();
+            r.text = buffer.substr(at, eol - at);
+            used = buffer.size() - at;
+    }
+    return used;
+}
+
+}  // namespace
+
+std::optional<RespReply> take_resp_reply(std::string& buffer) {
+    RespReply r;
+    const size_t used = parse_reply(buffer, 0, r);
+    if (used == 0) {
+        return std::nullopt;
     }
     buffer.erase(0, used);
     return r;
@@ -197,7 +224,7 @@ void RedisLockClients::on_reply(Client& c, const RespReply& r) {
         return;
     }
     c.op = Op::kNone;
-    if (r.kind == '-' || r.kind == '?') {
+    if (r.kind == '-' || r.kind == '?' || r.kind == '*') {
         verdicts_.fail_liveness(fmt::format("redis client r{}: {} answered {}", c.index,
                                             fmt::join(c.argv, " "), r.text));
         c.token.clear();

@@ -42,14 +42,15 @@ struct RedisClientStats {
 
 // One RESP reply (the kinds the clients' commands get back).
 struct RespReply {
-    char kind = 0;     // '+', '-', ':', '$' (bulk), '_' (null)
+    char kind = 0;     // '+', '-', ':', '$' (bulk), '_' (null), '*' (array)
     std::string text;  // simple string, error, bulk string
     int64_t integer = 0;
-    bool nil = false;  // $-1 or _
+    bool nil = false;              // $-1, *-1 or _
+    std::vector<RespReply> items;  // an array's
 };
 
 // Takes one complete reply off the front of `buffer`; nullopt while it is incomplete. A reply of
-// another kind (an array) is a failure of the caller's expectations: kind '?' with the text.
+// another kind is a failure of the caller's expectations: kind '?' with the text.
 std::optional<RespReply> take_resp_reply(std::string& buffer);
 
 struct RedisClient;  // redis_clients.cc
