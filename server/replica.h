@@ -137,7 +137,9 @@ public:
     void redis_closed(net::ConnectionId id) override;
     std::optional<std::string> redis_read_refusal(const std::string& user) const override;
     // Sends an entry's publications to this node's subscribers; how many received each.
-    std::vector<size_t> deliver_publications(const std::vector<redis::Publication>& published);
+    // Not those of an entry replayed at start (index <= the commit index the node started with).
+    std::vector<size_t> deliver_publications(const std::vector<redis::Publication>& published,
+                                             raft::Index index);
     std::string redis_replication_info() const override;
     size_t redis_key_count() const override;
 

@@ -144,7 +144,7 @@ void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& resu
     }
     // Publications reach this node's subscribers in log order, and before the reply to the
     // PUBLISH (in Redis too, a connection subscribed to its own channel reads the message first).
-    const std::vector<size_t> receivers = deliver_publications(result.published);
+    const std::vector<size_t> receivers = deliver_publications(result.published, result.index);
     answer_write(command, result, receivers);
     push_watch_events(result.triggers);
     for (const sm::LockGrant& grant : result.grants) {

@@ -213,14 +213,19 @@ std::optional<std::string> Replica::redis_read_refusal(const std::string& user) 
     return "NOPERM " + sm::lacks_message(user, needed);
 }
 
-std::vector<size_t> Replica::deliver_publications(
-    const std::vector<redis::Publication>& published) {
+std::vector<size_t> Replica::deliver_publications(const std::vector<redis::Publication>& published,
+                                                  raft::Index index) {
     std::vector<size_t> receivers;
     receivers.reserve(published.size());
+    // An entry this process replays at start was delivered by the one before it, if at all: at
+    // most once, as in Redis, rather than the channel's history again to whoever subscribed to a
+    // node that just restarted (its port opens before the replay ends).
+    const bool replayed = index <= replayed_through_;
     for (const redis::Publication& p : published) {
         ++metrics_.redis_publications_total;
-        receivers.push_back(
-            redis_frontend_ == nullptr ? 0 : redis_frontend_->publish(p.channel, p.message));
+        receivers.push_back(redis_frontend_ == nullptr || replayed
+                                ? 0
+                                : redis_frontend_->publish(p.channel, p.message));
         metrics_.redis_messages_delivered_total += receivers.back();
     }
     return receivers;
