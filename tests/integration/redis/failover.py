@@ -7,11 +7,16 @@ the next node; an INCR that failed may or may not have applied. The main process
 with SIGKILL after a while (scripts/cluster.sh kill), restarts it later, and at the end checks:
   - every SET that was acknowledged is there (and on every node);
   - acknowledged INCRs <= counter <= acknowledged + failed INCRs.
-With --node-workers, ioredis + redlock workers (failover_redlock.js) run beside them through the
-same kill: they check their own mutual exclusion, and their acknowledged INCRs and SETs join the
-checks above.
+Each --node-workers command runs beside them through the same kill, with SECONDS PORTS...
+appended: failover_test.sh passes ioredis + redlock workers (failover_redlock.js) and the locks
+whose waiters wake on a release message, simple-redis-mutex and a Redisson-style lock
+(failover_pubsub.js). Each checks its own mutual exclusion and progress and exits non-zero on a
+failure; its last line of standard output is JSON: its acknowledged and failed INCRs of the shared
+counter and its acknowledged SETs join the checks above, and "counters" (optional) names counters
+of its own, {KEY: {"acked": n, "failed": n, "late": n}}, each checked on every node likewise:
+acked <= KEY <= acked + failed + late (late: answered OK, but after the lock's lease ran out).
 
-    failover.py --cluster "CMD" [--node-workers "NODE SCRIPT"] PORT PORT PORT
+    failover.py --cluster "CMD" [--node-workers "NODE SCRIPT"]... PORT PORT PORT
 """
 import argparse
 import json
@@ -62,15 +67,14 @@ def main():
     parser.add_argument("--cluster", required=True, help="the scripts/cluster.sh command line")
     parser.add_argument("--workers", type=int, default=6)
     parser.add_argument("--seconds", type=float, default=8)
-    parser.add_argument("--node-workers", help="a command run with SECONDS PORTS... appended")
+    parser.add_argument("--node-workers", action="append", default=[],
+                        help="a command run with SECONDS PORTS... appended (repeatable)")
     parser.add_argument("ports", type=int, nargs="+")
     args = parser.parse_args()
     cluster = args.cluster.split()
 
-    node = None
-    if args.node_workers:
-        node = subprocess.Popen(args.node_workers.split() + [str(args.seconds)] +
-                                [str(p) for p in args.ports], stdout=subprocess.PIPE, text=True)
+    nodes = [subprocess.Popen(command.split() + [str(args.seconds)] + [str(p) for p in args.ports],
+                              stdout=subprocess.PIPE, text=True) for command in args.node_workers]
 
     results = multiprocessing.Queue()
     procs = [multiprocessing.Process(target=worker, args=(i, args.ports, args.seconds, results))
@@ -81,7 +85,7 @@ def main():
     victim = leader_slot(cluster)
     if victim is None:
         print("FAIL: no leader to kill", file=sys.stderr)
-        if node is not None:
+        for node in nodes:
             node.kill()
         return 1
     subprocess.run(cluster + ["kill", victim], check=True, capture_output=True)
@@ -95,14 +99,17 @@ def main():
     for p in procs:
         p.join()
     status = 0
-    if node is not None:
+    counters = {}  # the node workers' own counters: key -> [acked, failed, late]
+    for command, node in zip(args.node_workers, nodes):
         out, _ = node.communicate(timeout=120)
         if node.returncode != 0:
-            print(f"FAIL: {args.node_workers} exited {node.returncode}", file=sys.stderr)
+            print(f"FAIL: {command} exited {node.returncode}", file=sys.stderr)
             status = 1
         else:
             theirs = json.loads(out.strip().splitlines()[-1])
             outcomes.append((theirs["acked_incr"], theirs["failed_incr"], theirs["acked_keys"]))
+            for key, c in theirs.get("counters", {}).items():
+                counters[key] = [c["acked"], c["failed"], c["late"]]
     acked = sum(o[0] for o in outcomes)
     failed = sum(o[1] for o in outcomes)
     keys = [k for o in outcomes for k in o[2]]
@@ -115,6 +122,7 @@ def main():
             try:
                 present = r.exists(*keys) if keys else 0
                 counter = int(r.get("counter") or 0)
+                values = {key: int(r.get(key) or 0) for key in counters}
                 break
             except redis.RedisError:
                 time.sleep(0.2)
@@ -129,8 +137,17 @@ def main():
             print(f"FAIL: port {port}: counter {counter} outside [{acked}, {acked + failed}]",
                   file=sys.stderr)
             status = 1
+        for key, (k_acked, k_failed, k_late) in counters.items():
+            if not k_acked <= values[key] <= k_acked + k_failed + k_late:
+                print(f"FAIL: port {port}: {key} {values[key]} outside [{k_acked}, "
+                      f"{k_acked + k_failed + k_late}] ({k_acked} SETs acknowledged within their "
+                      f"lock's lease, {k_failed} failed, {k_late} answered after it)",
+                      file=sys.stderr)
+                status = 1
+    own = "".join(f"; {key} {values[key]}: {a} acknowledged, {f} failed, {late} late"
+                  for key, (a, f, late) in counters.items())
     print(f"{acked} acknowledged INCRs, {failed} failed, counter {counter}; "
-          f"{len(keys)} acknowledged SETs all present on {len(args.ports)} nodes"
+          f"{len(keys)} acknowledged SETs all present on {len(args.ports)} nodes{own}"
           if status == 0 else "failover: FAILED")
     return status
 

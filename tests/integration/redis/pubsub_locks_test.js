@@ -1,10 +1,10 @@
 // Locks whose waiters wake on a release message (issue 22), against the three Redis ports of one
 // raftlock cluster, unmodified: npm simple-redis-mutex 3.0 on node-redis 5, and a Redisson-style
-// reentrant lock written here with Redisson's published algorithm (RedissonLock: a hash of owner
-// -> hold count with PEXPIRE, taken and released by Lua, the release PUBLISHed from the script on
-// redisson_lock__channel:{name}, waiters subscribed to it), since Redisson itself (Java) is not
-// installable here. Then the hand-off latency of those two against the polling libraries
-// (redis-semaphore's Mutex, redlock) on the same cluster.
+// reentrant lock written with Redisson's published algorithm in redisson_lock.js (RedissonLock: a
+// hash of owner -> hold count with PEXPIRE, taken and released by Lua, the release PUBLISHed from
+// the script on redisson_lock__channel:{name}, waiters subscribed to it), since Redisson itself
+// (Java) is not installable here. Then the hand-off latency of those two against the polling
+// libraries (redis-semaphore's Mutex, redlock) on the same cluster.
 //
 // Each lock: workers spread over the three nodes loop lock -> read-modify-write of a counter ->
 // unlock; the counter must equal the number of critical sections (no lost update), and the most
@@ -28,86 +28,13 @@ const { createClient } = require('redis');  // node-redis 5 (NODE_PATH puts it f
 const srm = require('simple-redis-mutex');
 const { Mutex } = require('redis-semaphore');
 const Redlock = require('redlock');
+const { RedissonLike, LOCK_SCRIPT, UNLOCK_MESSAGE } = require('./redisson_lock');
 
 const http = require('http');
 
 const ports = process.argv.slice(2).map(Number);
 const adminPorts = (process.env.ADMIN_PORTS || '').split(',').filter(Boolean).map(Number);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-// --- the Redisson-style lock ---------------------------------------------------------------------
-
-const LOCK_SCRIPT = `
-if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
-end
-return redis.call('pttl', KEYS[1])`;
-const UNLOCK_SCRIPT = `
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
-    return nil
-end
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if counter > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
-    return 0
-end
-redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[1])
-return 1`;
-const UNLOCK_MESSAGE = '0';
-
-// One client process's view, as Redisson has it: a command connection, a subscriber connection
-// shared by its waiters, and per lock name the waiters to wake.
-class RedissonLike {
-    constructor(port, id) {
-        this.redis = new Redis({ port, maxRetriesPerRequest: 5 });
-        this.sub = new Redis({ port, maxRetriesPerRequest: 5 });
-        this.id = id;
-        this.wakers = new Map();  // channel -> set of resolve functions
-        this.sub.on('message', (channel) => {
-            for (const wake of this.wakers.get(channel) || []) wake();
-        });
-    }
-    async lock(name, leaseMs, thread) {
-        const key = name;
-        const channel = `redisson_lock__channel:{${name}}`;
-        const owner = `${this.id}:${thread}`;
-        let ttl = await this.redis.eval(LOCK_SCRIPT, 1, key, leaseMs, owner);
-        if (ttl === null) return;
-        await this.sub.subscribe(channel);
-        try {
-            for (;;) {
-                ttl = await this.redis.eval(LOCK_SCRIPT, 1, key, leaseMs, owner);
-                if (ttl === null) return;
-                // Wait for the release message, or the holder's lease to run out.
-                await new Promise((resolve) => {
-                    const set = this.wakers.get(channel) || new Set();
-                    this.wakers.set(channel, set);
-                    const done = () => {
-                        set.delete(done);
-                        clearTimeout(timer);
-                        resolve();
-                    };
-                    const timer = setTimeout(done, Math.max(Number(ttl), 1));
-                    set.add(done);
-                });
-            }
-        } finally {
-            if (!this.wakers.get(channel)?.size) await this.sub.unsubscribe(channel);
-        }
-    }
-    async unlock(name, leaseMs, thread) {
-        const owner = `${this.id}:${thread}`;
-        return this.redis.eval(UNLOCK_SCRIPT, 2, name, `redisson_lock__channel:{${name}}`,
-                               UNLOCK_MESSAGE, leaseMs, owner);
-    }
-    close() {
-        this.redis.disconnect();
-        this.sub.disconnect();
-    }
-}
 
 // --- the shared workload -------------------------------------------------------------------------
 
@@ -183,9 +110,10 @@ async function contend(name, workers, rounds, makeWorker) {
                 `${(requests / want).toFixed(1)} requests served per critical section`);
     if (most !== 1) throw new Error(`${name}: ${most} holders at once`);
     if (got !== want) throw new Error(`${name}: lost updates: ${want - got}`);
-    // Two workers take turns: every acquisition but the first is a hand-off. With six, how many
-    // acquisitions find the lock free is a draw; the figures need one hand-off at least.
-    if (figures.count < (workers === 2 ? want - 1 : 1)) {
+    // Two workers take turns: nearly every acquisition is a hand-off, but not all (a worker whose
+    // 1 ms poll wakes late under load asks after the other already released: no hand-off). With
+    // six, how many acquisitions find the lock free is a draw; the figures need one at least.
+    if (figures.count < (workers === 2 ? Math.ceil((want - 1) / 2) : 1)) {
         throw new Error(`${name}: only ${figures.count} hand-offs measured`);
     }
     if (adminPorts.length && requests < 3 * want) {
