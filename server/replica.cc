@@ -334,6 +334,9 @@ void Replica::on_soft_state(const raft::SoftState& soft) {
         tracker_.clear();
         spdlog::info("node {} is no longer the leader", config_.node_id);
     }
+    if (soft.leader != raft::kNoNode && !publications_from_) {
+        publications_from_ = std::max(replayed_through_, raw_->status().hard_state.commit) + 1;
+    }
     if (soft.leader != before.leader) {
         ++metrics_.leader_changes_total;
         if (soft.leader == raft::kNoNode) {

@@ -137,7 +137,7 @@ public:
     void redis_closed(net::ConnectionId id) override;
     std::optional<std::string> redis_read_refusal(const std::string& user) const override;
     // Sends an entry's publications to this node's subscribers; how many received each.
-    // Not those of an entry replayed at start (index <= the commit index the node started with).
+    // Not those committed before this process first knew a leader (publications_from_).
     std::vector<size_t> deliver_publications(const std::vector<redis::Publication>& published,
                                              raft::Index index);
     std::string redis_replication_info() const override;
@@ -446,6 +446,9 @@ private:
     raft::Index applied_index_ = 0;  // Raft's applied index (configuration entries included)
     raft::Index snapshot_index_ = 0;
     raft::Index replayed_through_ = 0;  // the commit index at start: entries up to it are replayed
+    // The first index whose publications this process delivers: past the commit index it knew
+    // when it first knew a leader (none before that: deliver_publications).
+    std::optional<raft::Index> publications_from_;
 
     raft::SoftState soft_;
     bool flush_scheduled_ = false;

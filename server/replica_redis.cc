@@ -217,10 +217,12 @@ std::vector<size_t> Replica::deliver_publications(const std::vector<redis::Publi
                                                   raft::Index index) {
     std::vector<size_t> receivers;
     receivers.reserve(published.size());
-    // An entry this process replays at start was delivered by the one before it, if at all: at
-    // most once, as in Redis, rather than the channel's history again to whoever subscribed to a
-    // node that just restarted (its port opens before the replay ends).
-    const bool replayed = index <= replayed_through_;
+    // What was committed before this process first knew a leader was published before it could
+    // have subscribers that count (and perhaps delivered by the process before it): at most once,
+    // as in Redis, rather than a channel's history again to whoever subscribed to a node that just
+    // restarted (its port opens before it catches up). The commit index a node persisted may lag
+    // what it applied, so its own replay alone is not the bound.
+    const bool replayed = !publications_from_ || index < *publications_from_;
     for (const redis::Publication& p : published) {
         ++metrics_.redis_publications_total;
         receivers.push_back(redis_frontend_ == nullptr || replayed

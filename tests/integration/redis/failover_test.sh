@@ -26,3 +26,6 @@ v5_path="$WORK/v5/node_modules:$WORK/node_modules"  # node-redis 5 first, then i
 NODE_PATH="$WORK/node_modules" /usr/bin/python3 "$here/failover.py" --cluster "$cluster_cmd" \
     --seconds 12 --node-workers "node $here/failover_redlock.js" \
     --node-workers "env NODE_PATH=$v5_path node $here/failover_pubsub.js" "${RAFTLOCK_REDIS_PORTS[@]}"
+# Then a follower killed and restarted after 20,000 PUBLISHes: a subscriber that connects while it
+# replays must receive none of them again, and then a new one (replay_pubsub.py).
+/usr/bin/python3 "$here/replay_pubsub.py" --cluster "$cluster_cmd" "${RAFTLOCK_REDIS_PORTS[@]}"
