@@ -5,21 +5,21 @@
 // lease (simple-redis-mutex's timeout, the Redisson-style lease): a lock whose holder died with
 // its node is free 3 s later.
 //
-// Three workers per kind, started one on each node, loop for SECONDS: lock -> SADD of a member of
-// their own to the kind's holder set, SCARD (more than one member: SMEMBERS, to look) -> GET of
-// the kind's counter, SET of it + 1 -> SREM -> unlock. The clients stay connected and find their
-// own way back, as an application's do. Each simple-redis-mutex worker holds a node-redis 5 client
-// per node, each reconnecting to its own node (the killed node's comes back with the node), the
-// offline queue off; it moves to the next node's client on any error of its round, and a lock()
-// that waited a whole lease (failAfter) is given up and asked again there. The module's one
-// subscriber, a duplicate of the first client it was given, reconnects and resubscribes by
-// itself. Each Redisson-style worker holds a command and a subscriber connection (ioredis); a
-// connection that breaks reconnects to the next node (its retryStrategy moves options.port on) and
-// ioredis's autoResubscribe subscribes it again. No command is queued while disconnected or sent
-// again after a reconnect: a command the kill cut off fails, and its round with it (retried; a
-// lock it may hold runs out with its lease). Waiters fall back on a timer when no message comes,
-// as the libraries do: simple-redis-mutex polls every second, the Redisson-style waiter waits at
-// most the holder's PTTL.
+// Three workers per kind, each a process of its own (processes.js), started one on each node, loop
+// for SECONDS: lock -> SADD of a member of their own to the kind's holder set, SCARD (more than one
+// member: SMEMBERS, to look) -> GET of the kind's counter, SET of it + 1 -> SREM -> unlock. The
+// clients stay connected and find their own way back, as an application's do. Each
+// simple-redis-mutex worker holds a node-redis 5 client per node, each reconnecting to its own node
+// (the killed node's comes back with the node), the offline queue off; it moves to the next node's
+// client on any error of its round, and a lock() that waited a whole lease (failAfter) is given up
+// and asked again there. The module's subscriber (one per process), a duplicate of the first client
+// it was given, reconnects and resubscribes by itself. Each Redisson-style worker holds a command
+// and a subscriber connection (ioredis); a connection that breaks reconnects to the next node (its
+// retryStrategy moves options.port on) and ioredis's autoResubscribe subscribes it again. No
+// command is queued while disconnected or sent again after a reconnect: a command the kill cut off
+// fails, and its round with it (retried; a lock it may hold runs out with its lease). Waiters fall
+// back on a timer when no message comes, as the libraries do: simple-redis-mutex polls every
+// second, the Redisson-style waiter waits at most the holder's PTTL.
 //
 // The counter: a SET answered OK before its lock's lease ran out is acknowledged (the lease
 // counted from just before the request that took the lock was sent, so it ends no later than the
@@ -36,8 +36,8 @@
 // (none stuck on a release message lost with the dead node: the timers must take over), and no
 // Redisson-style wait longer than 3 leases (a holder that died frees the lock after one lease,
 // and the election before it takes 1-3 s; simple-redis-mutex's waits end at failAfter). How
-// evenly the workers shared the lock after the restart is printed, not required: while the
-// process's simple-redis-mutex subscriber is away with its node, its waiters only poll, and the
+// evenly the workers shared the lock after the restart is printed, not required: while a
+// worker's simple-redis-mutex subscriber is away with its node, that worker only polls, and the
 // releasing worker, asking again 5 ms later, mostly wins. Resubscription: a long-lived subscriber
 // per kind on each node (ioredis moving on like the workers' connections, node-redis 5
 // reconnecting to its node) must hear release messages after each of its reconnects, and one at
@@ -51,6 +51,7 @@ const Redis = require('ioredis');
 const { createClient } = require('redis');  // node-redis 5 (NODE_PATH puts it first)
 const srm = require('simple-redis-mutex');
 const { RedissonLike } = require('./redisson_lock');
+const { runProcesses, workerTask, serve } = require('./processes');
 
 const seconds = Number(process.argv[2]);
 const ports = process.argv.slice(3).map(Number);
@@ -144,7 +145,6 @@ function srmWorker(w) {
                      smembers: (k) => c.sMembers(k), srem: (k, m) => c.sRem(k, m) };
         },
         moveOn: () => { node = (node + 1) % ports.length; },
-        close: () => clients.forEach((c) => c.destroy()),
     };
 }
 
@@ -165,7 +165,6 @@ function redissonWorker(w) {
                      smembers: (k) => r.smembers(k), srem: (k, m) => r.srem(k, m) };
         },
         moveOn: () => {},  // its connections move on by themselves
-        close: () => c.close(),
     };
 }
 
@@ -274,40 +273,80 @@ async function listeners(kind) {
     return made;
 }
 
+// A worker process: worker `w` of kinds[kind] until the deadline; resolves to what it saw.
+async function workerProcess({ kind: k, w, started, deadline }, ctx) {
+    const kind = { ...kinds[k], figures: newFigures(), sections: [], perWorker: [],
+                   afterFrom: afterFrom(started) };
+    const worker = kind.make(w);
+    await worker.start();
+    ctx.status = () => ({ waitingSince: kind.perWorker[0]?.waitingSince || 0 });
+    await ctx.ready();
+    await work(kind, w, worker, deadline);
+    return { figures: kind.figures, sections: kind.sections, mine: kind.perWorker[0],
+             wakes: worker.wakes || null, unhandled, unhandledFirst, srmSubscriberErrors };
+}
+
+const newFigures = () => ({ acked: 0, failed: 0, late: 0, expired: 0, errors: 0, mostHolders: 1,
+                            holderViolations: [], staleMembers: 0, longestWait: 0 });
+const afterFrom = (started) => started + (seconds * 1000) / 2;
+
+// Adds one worker process's result to its kind's totals.
+function merge(kind, r) {
+    const f = kind.figures;
+    for (const key of ['acked', 'failed', 'late', 'expired', 'errors', 'staleMembers']) {
+        f[key] += r.figures[key];
+    }
+    f.mostHolders = Math.max(f.mostHolders, r.figures.mostHolders);
+    f.holderViolations.push(...r.figures.holderViolations);
+    if (r.figures.longestWait > f.longestWait) {
+        f.longestWait = r.figures.longestWait;
+        f.longestWaiter = r.figures.longestWaiter;
+    }
+    kind.sections.push(...r.sections);
+    kind.perWorker.push(r.mine);
+    if (r.wakes) {
+        kind.wakes = kind.wakes || { message: 0, timer: 0 };
+        kind.wakes.message += r.wakes.message;
+        kind.wakes.timer += r.wakes.timer;
+    }
+    kind.unhandled += r.unhandled;
+    if (!kind.unhandledFirst) kind.unhandledFirst = r.unhandledFirst;
+    kind.subscriberErrors += r.srmSubscriberErrors;
+}
+
 async function main() {
     const started = Date.now();
     const deadline = started + seconds * 1000;
     const admin = new Redis({ port: ports[0] });
     for (const kind of kinds) {
         await admin.del(`${kind.key}:counter`, `${kind.key}:holders`);
-        kind.figures = { acked: 0, failed: 0, late: 0, expired: 0, errors: 0, mostHolders: 1,
-                         holderViolations: [], staleMembers: 0, longestWait: 0 };
-        kind.sections = [];
-        kind.perWorker = [];
-        kind.afterFrom = started + (seconds * 1000) / 2;
+        Object.assign(kind, { figures: newFigures(), sections: [], perWorker: [],
+                              afterFrom: afterFrom(started), unhandled: 0, unhandledFirst: '',
+                              subscriberErrors: 0 });
         kind.listeners = await listeners(kind);
-        kind.workers = Array.from({ length: workersPerKind }, (_, w) => kind.make(w));
-        await Promise.all(kind.workers.map((worker) => worker.start()));
     }
     admin.disconnect();
-    const runs = kinds.flatMap((kind) => kind.workers.map((worker, w) =>
-        work(kind, w, worker, deadline)));
-    const finished = await Promise.race([Promise.all(runs).then(() => true),
-                                         sleep(deadline - Date.now() + stuckAfterMs)
-                                             .then(() => false)]);
-
+    // Worker process i runs worker i % workersPerKind of kind i / workersPerKind (their own task).
+    const tasks = kinds.flatMap((_, k) => Array.from({ length: workersPerKind }, (__, w) => ({
+        kind: k, w, started, deadline })));
     const failures = [];
-    if (!finished) {
-        for (const kind of kinds) {
-            for (const mine of kind.perWorker) {
-                if (mine.waitingSince) {
-                    failures.push(`${kind.name}: worker ${mine.worker} has waited for the lock ` +
-                                  `${((Date.now() - mine.waitingSince) / 1000).toFixed(1)} s`);
-                }
+    let results = [];
+    try {
+        results = await runProcesses(__filename, tasks.length, (i) => tasks[i],
+                                     { timeoutMs: deadline - Date.now() + stuckAfterMs });
+    } catch (e) {
+        failures.push(e.message);
+        for (const [i, status] of Object.entries(e.statuses || {})) {
+            if (status && status.waitingSince) {
+                const waited = (Date.now() - status.waitingSince) / 1000;
+                failures.push(`${kinds[tasks[i].kind].name}: worker ${tasks[i].w} has waited for ` +
+                              `the lock ${waited.toFixed(1)} s`);
             }
         }
-        if (!failures.length) failures.push('the workers did not finish');
+        for (const failure of failures) console.error(`FAIL: ${failure}`);
+        process.exit(1);
     }
+    results.forEach((r, i) => merge(kinds[tasks[i].kind], r));
     const quarter = started + (seconds * 1000) / 4;
     const counters = {};
     for (const kind of kinds) {
@@ -327,12 +366,12 @@ async function main() {
         for (const [, d] of edges) most = Math.max(most, (at += d));
         const heard = kind.listeners.map((l) => `${l.port}: ${l.readies - 1} reconnect(s), ` +
                                                 `${l.total} heard, ${l.since} since`);
-        const sum = (how) => kind.workers.reduce((t, x) => t + x.wakes[how], 0);
-        const wakes = kind.workers[0].wakes
-            ? `; waits ended by a release message ${sum('message')}, by the PTTL ${sum('timer')}`
-            : `; ${unhandled} lock attempts failed unhandled` +
-              `${unhandled ? ` (the first: ${unhandledFirst})` : ''}, ${srmSubscriberErrors} ` +
-              'subscriber errors';
+        const wakes = kind.wakes
+            ? `; waits ended by a release message ${kind.wakes.message}, by the PTTL ` +
+              `${kind.wakes.timer}`
+            : `; ${kind.unhandled} lock attempts failed unhandled` +
+              `${kind.unhandled ? ` (the first: ${kind.unhandledFirst})` : ''}, ` +
+              `${kind.subscriberErrors} subscriber errors`;
         console.error(`${kind.name}: ${done.length} critical sections (${before} before the ` +
                       `kill, ${after} after the restart; per worker after: ` +
                       `${kind.perWorker.map((m) => m.after).join('/')}), SETs ${f.acked} ` +
@@ -379,14 +418,14 @@ async function main() {
     for (const failure of failures) console.error(`FAIL: ${failure}`);
     if (failures.length) process.exit(1);
     for (const kind of kinds) {
-        kind.workers.forEach((worker) => worker.close());
         kind.listeners.forEach((l) => l.close());
     }
     console.log(JSON.stringify({ acked_incr: 0, failed_incr: 0, acked_keys: [], counters }));
     process.exit(0);  // simple-redis-mutex keeps its module-level subscriber open
 }
 
-main().catch((e) => {
+if (workerTask()) serve(workerProcess);
+else main().catch((e) => {
     console.error('FAIL:', e.message);
     process.exit(1);
 });

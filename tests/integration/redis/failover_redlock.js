@@ -1,8 +1,9 @@
 // ioredis + redlock while the leader is killed (issue 22), run by failover.py beside its redis-py
-// workers, through the same kill and restart. Each worker takes a single-endpoint Redlock on one
-// node (docs/redis-mode.md: one endpoint, the replicated store is the quorum), INCRs the shared
-// counter, SETs a key of its own and unlocks; any error (its node killed under it, TRYAGAIN while
-// there is no leader, Redlock's attempts spent) moves it to the next node.
+// workers, through the same kill and restart. Each worker, a process of its own (processes.js),
+// takes a single-endpoint Redlock on one node (docs/redis-mode.md: one endpoint, the replicated
+// store is the quorum), INCRs the shared counter, SETs a key of its own and unlocks; any error
+// (its node killed under it, TRYAGAIN while there is no leader, Redlock's attempts spent) moves it
+// to the next node.
 //
 // Checked here: no two workers held the lock at once while both were within its validity
 // (Redlock's expiration: the TTL less its clock drift allowance), and some locks were taken on
@@ -13,6 +14,7 @@
 'use strict';
 const Redis = require('ioredis');
 const Redlock = require('redlock');
+const { runProcesses, workerTask, serve } = require('./processes');
 
 const seconds = Number(process.argv[2]);
 const ports = process.argv.slice(3).map(Number);
@@ -20,9 +22,12 @@ const workers = 3;
 const ttl = 3000;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function worker(index, sections, outcome) {
+// A worker process: resolves to its sections and its outcome (the acknowledged INCRs and SETs).
+async function worker({ index, deadline }, ctx) {
+    const sections = [];
+    const outcome = { acked_incr: 0, failed_incr: 0, acked_keys: [], errors: 0 };
+    await ctx.ready();
     let node = index % ports.length;
-    const deadline = Date.now() + seconds * 1000;
     let n = 0;
     while (Date.now() < deadline) {
         const client = new Redis({ port: ports[node], maxRetriesPerRequest: 1, connectTimeout: 2000,
@@ -55,13 +60,19 @@ async function worker(index, sections, outcome) {
             client.disconnect();
         }
     }
+    return { sections, outcome };
 }
 
 async function main() {
-    const sections = [];
-    const outcome = { acked_incr: 0, failed_incr: 0, acked_keys: [], errors: 0 };
     const started = Date.now();
-    await Promise.all(Array.from({ length: workers }, (_, w) => worker(w, sections, outcome)));
+    const deadline = started + seconds * 1000;
+    const results = await runProcesses(__filename, workers, { deadline });
+    const sections = results.flatMap((r) => r.sections);
+    const outcome = { acked_incr: 0, failed_incr: 0, acked_keys: [], errors: 0 };
+    for (const r of results) {
+        for (const key of ['acked_incr', 'failed_incr', 'errors']) outcome[key] += r.outcome[key];
+        outcome.acked_keys.push(...r.outcome.acked_keys);
+    }
     // Two holders at once, each still within its lock's validity, is a safety violation.
     let overlaps = 0;
     for (let i = 0; i < sections.length; i++) {
@@ -90,7 +101,8 @@ async function main() {
     console.log(JSON.stringify(outcome));
 }
 
-main().catch((e) => {
+if (workerTask()) serve(worker);
+else main().catch((e) => {
     console.error('FAIL:', e.message);
     process.exit(1);
 });

@@ -6,20 +6,20 @@
 // (Java) is not installable here. Then the hand-off latency of those two against the polling
 // libraries (redis-semaphore's Mutex, redlock) on the same cluster.
 //
-// Each lock: workers spread over the three nodes loop lock -> read-modify-write of a counter ->
-// unlock; the counter must equal the number of critical sections (no lost update), and the most
-// holders at once must be 1. Pub/sub waiters must not poll: simple-redis-mutex's polling interval
-// is set to 60 s and the Redisson-style waiter waits for the message up to the lock's whole TTL,
-// so a lost release message would stall the run past its deadline.
+// Each lock: worker processes (processes.js) spread over the three nodes loop lock ->
+// read-modify-write of a counter -> unlock; the counter must equal the number of critical sections
+// (no lost update), and the most holders at once must be 1 (sections timed on the machine's
+// monotonic clock, which every process reads). Pub/sub waiters must not poll: simple-redis-mutex's
+// polling interval is set to 60 s and the Redisson-style waiter waits for the message up to the
+// lock's whole TTL, so a lost release message would stall the run past its deadline.
 //
 // Hand-off: from the moment a holder calls its release to the moment a waiter (waiting since
 // before it) holds the lock. Measured first with two workers taking turns, one holding and one
 // waiting (the Redisson-style lock's median must beat both polling libraries', simple-redis-mutex's
-// redlock's: see main), then with six: there
-// five pollers at staggered phases find a free lock about as soon as a message would tell them,
-// and each release message wakes every waiter to try (the herd both pub/sub designs accept), so
-// the Redis requests the cluster served per critical section (the admin ports'
-// raftlock_client_requests_total) are printed beside the hand-off.
+// redlock's: see main), then with six: there five pollers at staggered phases find a free lock
+// about as soon as a message would tell them, and each release message wakes every waiter to try
+// (the herd both pub/sub designs accept), so the Redis requests the cluster served per critical
+// section (the admin ports' raftlock_client_requests_total) are printed beside the hand-off.
 //
 //   node pubsub_locks_test.js PORT PORT PORT   (ADMIN_PORTS=a,b,c: the nodes' admin ports)
 'use strict';
@@ -29,6 +29,7 @@ const srm = require('simple-redis-mutex');
 const { Mutex } = require('redis-semaphore');
 const Redlock = require('redlock');
 const { RedissonLike, LOCK_SCRIPT, UNLOCK_MESSAGE } = require('./redisson_lock');
+const { runProcesses, workerTask, serve, monotonicMs } = require('./processes');
 
 const http = require('http');
 
@@ -56,58 +57,47 @@ async function served() {
     return total;
 }
 
-// workers loop: acquire() -> counter += 1 (GET then SET) -> release(). Returns hand-off figures.
-async function contend(name, workers, rounds, makeWorker) {
+// Each worker is a process of its own (processes.js) running worker() below, on node w % 3.
+// Returns the hand-off figures.
+async function contend(name, workers, rounds) {
     const admin = new Redis({ port: ports[0] });
     const counter = `pubsub-counter:${name}`;
     await admin.del(counter);
-    let holders = 0;
-    let most = 0;
-    let lastRelease = 0;  // when the last release was called
-    let lastHolder = -1;
-    const handoffs = [];
     const start = Date.now();
-    const made = await Promise.all(Array.from({ length: workers }, (_, w) => makeWorker(w)));
-    const servedBefore = await served();
-    await Promise.all(made.map(async (worker, w) => {
-        const client = new Redis({ port: ports[w % ports.length] });
-        for (let i = 0; i < rounds; i++) {
-            const asked = Date.now();
-            await worker.acquire();
-            const now = Date.now();
-            if (lastRelease > asked) handoffs.push(now - lastRelease);
-            lastHolder = w;
-            most = Math.max(most, ++holders);
-            const value = Number((await client.get(counter)) || 0);
-            await client.set(counter, String(value + 1));
-            await sleep(2);  // a short critical section: the others are waiting by now
-            holders--;
-            lastRelease = Date.now();
-            await worker.release();
-            // Outside the lock until a waiter took it over, rather than this worker taking it again
-            // at once (which would measure no hand-off): with two workers, until the other holds
-            // it (they alternate, one always waiting); with more, for 10-30 ms.
-            if (workers === 2) {
-                while (lastHolder === w && i + 1 < rounds) await sleep(1);
-            } else {
-                await sleep(10 + ((w * 7 + i * 13) % 20));
-            }
-        }
-        client.disconnect();
-    }));
+    let servedBefore = 0;
+    const results = await runProcesses(__filename, workers, { name, rounds }, {
+        onReady: async () => { servedBefore = await served(); },
+    });
     // (GET and SET are 2 of each section's requests; the rest is the lock's.)
     const requests = (await served()) - servedBefore;
-    await Promise.all(made.map((worker) => worker.close && worker.close()));
     const got = Number(await admin.get(counter));
     admin.disconnect();
     const want = workers * rounds;
-    handoffs.sort((a, b) => a - b);
+    // Every section as its worker saw it, [asked, held, released] on the machine's monotonic
+    // clock: held after acquire() resolved, released before release() was called, so a section
+    // lies within the server's grant and two that overlap were held at once.
+    const sections = results.flat().sort((x, y) => x[1] - y[1]);
+    const edges = sections.flatMap(([, held, released]) => [[held, 1], [released, -1]]);
+    edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    let at = 0;
+    let most = 0;
+    for (const [, d] of edges) most = Math.max(most, (at += d));
+    // A hand-off: a section asked for before the last release preceding its hold.
+    const releases = sections.map((x) => x[2]).sort((x, y) => x - y);
+    const handoffs = [];
+    let r = -1;  // releases[r] is the last release before the current section's hold
+    for (const [asked, held] of sections) {
+        while (r + 1 < releases.length && releases[r + 1] < held) r++;
+        if (r >= 0 && releases[r] > asked) handoffs.push(held - releases[r]);
+    }
+    handoffs.sort((x, y) => x - y);
     const pct = (p) => handoffs[Math.min(handoffs.length - 1, Math.floor(p * handoffs.length))];
     const figures = { median: pct(0.5), p90: pct(0.9), count: handoffs.length };
-    console.log(`${name}, ${workers} workers: counter ${got} of ${want}, at most ${most} ` +
-                `holder(s), ${((Date.now() - start) / 1000).toFixed(1)} s; hand-off median ` +
-                `${figures.median} ms, p90 ${figures.p90} ms (${figures.count} hand-offs); ` +
-                `${(requests / want).toFixed(1)} requests served per critical section`);
+    console.log(`${name}, ${workers} worker processes: counter ${got} of ${want}, at most ` +
+                `${most} holder(s), ${((Date.now() - start) / 1000).toFixed(1)} s; hand-off ` +
+                `median ${figures.median?.toFixed(1)} ms, p90 ${figures.p90?.toFixed(1)} ms ` +
+                `(${figures.count} hand-offs); ${(requests / want).toFixed(1)} requests served ` +
+                'per critical section');
     if (most !== 1) throw new Error(`${name}: ${most} holders at once`);
     if (got !== want) throw new Error(`${name}: lost updates: ${want - got}`);
     // Two workers take turns: nearly every acquisition is a hand-off, but not all (a worker whose
@@ -120,6 +110,87 @@ async function contend(name, workers, rounds, makeWorker) {
         throw new Error(`${name}: ${requests} requests served for ${want} critical sections`);
     }
     return figures;
+}
+
+// The libraries, as made in a worker's process: name -> (w) => {start, acquire, release}.
+const connected = (conn) => (conn.status === 'ready' ? null
+                             : new Promise((resolve) => conn.once('ready', resolve)));
+const libraries = {
+    // A command and a subscriber connection per process, 30 s leases.
+    'Redisson-style lock': (w) => {
+        const c = new RedissonLike(ports[w % ports.length], `p${w}`);
+        return {
+            start: () => Promise.all([connected(c.redis), connected(c.sub)]),
+            acquire: () => c.lock('rlock', 30000, 1),
+            release: () => c.unlock('rlock', 30000, 1),
+        };
+    },
+    // Its subscriber is one per process (module state), on the first client it is given.
+    'simple-redis-mutex': (w) => {
+        const c = createClient({ socket: { port: ports[w % ports.length] } });
+        let release = null;
+        return {
+            start: () => c.connect(),
+            acquire: async () => {
+                release = await srm.lock(c, 'srm', { timeout: 30000, pollingInterval: 60000 });
+            },
+            release: () => release(),
+        };
+    },
+    // The polling libraries at their default retry intervals.
+    'redis-semaphore Mutex (retries every 10 ms)': (w) => {
+        const c = new Redis({ port: ports[w % ports.length] });
+        let m = null;
+        return {
+            start: () => connected(c),
+            acquire: () => (m = new Mutex(c, 'poll-mutex', { lockTimeout: 30000,
+                                                             acquireTimeout: 60000 })).acquire(),
+            release: () => m.release(),
+        };
+    },
+    'redlock (retries every 200 +- 100 ms)': (w) => {
+        const c = new Redis({ port: ports[w % ports.length] });
+        const redlock = new Redlock([c], { retryCount: 1000 });
+        let lock = null;
+        return {
+            start: () => connected(c),
+            acquire: async () => { lock = await redlock.lock('poll-redlock', 30000); },
+            release: () => lock.unlock(),
+        };
+    },
+};
+
+// A worker process: `rounds` times acquire() -> counter += 1 (GET then SET) -> release();
+// resolves to its sections, [asked, held, released] each. Its connections close as it exits.
+async function worker({ name, rounds, index, count }, ctx) {
+    const lock = libraries[name](index);
+    const client = new Redis({ port: ports[index % ports.length] });
+    await Promise.all([lock.start(), connected(client)]);
+    let lastHolder = -1;
+    ctx.onShared((holder) => { lastHolder = holder; });
+    const sections = [];
+    await ctx.ready();
+    for (let i = 0; i < rounds; i++) {
+        const asked = monotonicMs();
+        await lock.acquire();
+        const held = monotonicMs();
+        lastHolder = index;
+        if (count === 2) ctx.share(index);
+        const value = Number((await client.get(`pubsub-counter:${name}`)) || 0);
+        await client.set(`pubsub-counter:${name}`, String(value + 1));
+        await sleep(2);  // a short critical section: the others are waiting by now
+        sections.push([asked, held, monotonicMs()]);
+        await lock.release();
+        // Outside the lock until a waiter took it over, rather than this worker taking it again
+        // at once (which would measure no hand-off): with two workers, until the other holds it
+        // (they alternate, one always waiting); with more, for 10-30 ms.
+        if (count === 2) {
+            while (lastHolder === index && i + 1 < rounds) await sleep(1);
+        } else {
+            await sleep(10 + ((index * 7 + i * 13) % 20));
+        }
+    }
+    return sections;
 }
 
 async function redissonProbe() {
@@ -174,53 +245,11 @@ async function main() {
     await redissonProbe();
     await simpleRedisMutexProbe();
 
-    const libraries = {
-        // One client process per worker (its own subscriber), 30 s leases.
-        'Redisson-style lock': (w) => {
-            const c = new RedissonLike(ports[w % ports.length], `p${w}`);
-            return { acquire: () => c.lock('rlock', 30000, 1), release: () => c.unlock('rlock', 30000, 1), close: () => c.close() };
-        },
-        // Its subscriber is one per process (module state), on the first client it is given.
-        'simple-redis-mutex': (w) => {
-            let release = null;
-            return {
-                acquire: async () => {
-                    release = await srm.lock(srmClients[w % ports.length], 'srm', { timeout: 30000, pollingInterval: 60000 });
-                },
-                release: () => release(),
-            };
-        },
-        // The polling libraries at their default retry intervals.
-        'redis-semaphore Mutex (retries every 10 ms)': (w) => {
-            const c = new Redis({ port: ports[w % ports.length] });
-            let m = null;
-            return {
-                acquire: () => (m = new Mutex(c, 'poll-mutex', { lockTimeout: 30000, acquireTimeout: 60000 })).acquire(),
-                release: () => m.release(),
-                close: () => c.disconnect(),
-            };
-        },
-        'redlock (retries every 200 +- 100 ms)': (w) => {
-            const c = new Redis({ port: ports[w % ports.length] });
-            const redlock = new Redlock([c], { retryCount: 1000 });
-            let lock = null;
-            return {
-                acquire: async () => { lock = await redlock.lock('poll-redlock', 30000); },
-                release: () => lock.unlock(),
-                close: () => c.disconnect(),
-            };
-        },
-    };
     const polls = (name) => !['Redisson-style lock', 'simple-redis-mutex'].includes(name);
-    const srmClients = await Promise.all(ports.map(async (port) => {
-        const c = createClient({ socket: { port } });
-        await c.connect();
-        return c;
-    }));
     // One waiter at a time: the hand-off a waiter sees.
     const alone = {};
-    for (const [name, make] of Object.entries(libraries)) {
-        alone[name] = await contend(name, 2, name.startsWith('redlock') ? 10 : 40, make);
+    for (const name of Object.keys(libraries)) {
+        alone[name] = await contend(name, 2, name.startsWith('redlock') ? 10 : 40);
     }
     // A hand-off costs commits: the release's entry, then the waiter's take. The Redisson-style
     // waiter takes the lock in one script: two commits, where a poller needs the same two plus, on
@@ -234,22 +263,22 @@ async function main() {
     for (const [name, others] of Object.entries(mustBeat)) {
         for (const other of others) {
             if (!(alone[name].median < alone[other].median)) {
-                throw new Error(`${name}'s hand-off (median ${alone[name].median} ms) does not ` +
-                                `beat ${other}'s (${alone[other].median} ms)`);
+                throw new Error(`${name}'s hand-off (median ${alone[name].median.toFixed(1)} ms) ` +
+                                `does not beat ${other}'s (${alone[other].median.toFixed(1)} ms)`);
             }
         }
     }
     // Six workers over the three nodes: mutual exclusion under contention, and what polling costs.
-    for (const [name, make] of Object.entries(libraries)) {
-        await contend(name, 6, name.startsWith('redlock') ? 8 : 20, make);
+    for (const name of Object.keys(libraries)) {
+        await contend(name, 6, name.startsWith('redlock') ? 8 : 20);
     }
     console.log('ok: with one waiter, the Redisson-style lock hands off faster than both polling ' +
                 'libraries, and simple-redis-mutex faster than redlock');
-    await Promise.all(srmClients.map((c) => c.quit()));
     process.exit(0);  // simple-redis-mutex keeps its module-level subscriber open
 }
 
-main().catch((e) => {
+if (workerTask()) serve(worker);
+else main().catch((e) => {
     console.error('FAIL:', e.message);
     process.exit(1);
 });

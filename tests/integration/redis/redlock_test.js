@@ -5,13 +5,15 @@
 // other two find the key taken, so a three-endpoint Redlock never reaches its majority. The test
 // checks that this configuration fails safely (it refuses, and leaves no key behind), then uses
 // Redlock the way it is meant for one store — one client, each worker on a different node — and
-// checks mutual exclusion with a read-modify-write counter, plus refuse, extend and unlock through
-// Redlock's Lua scripts across nodes.
+// checks mutual exclusion with a read-modify-write counter, incremented by worker processes
+// (processes.js) spread over the nodes, plus refuse, extend and unlock through Redlock's Lua
+// scripts across nodes.
 //
 //   node redlock_test.js PORT PORT PORT
 'use strict';
 const Redis = require('ioredis');
 const Redlock = require('redlock');
+const { runProcesses, workerTask, serve } = require('./processes');
 
 const ports = process.argv.slice(2).map(Number);
 const workers = 6;
@@ -50,25 +52,32 @@ async function main() {
     console.log('ok: a three-endpoint Redlock on one replicated store is refused, safely');
 
     const start = Date.now();
-    await Promise.all(Array.from({ length: workers }, async (_, w) => {
-        const client = clients[w % clients.length];
-        const redlock = new Redlock([client], { retryCount: 2000, retryDelay: 5, retryJitter: 5 });
-        for (let i = 0; i < increments; i++) {
-            const lock = await redlock.lock('redlock-counter-lock', 10000);
-            const value = Number((await client.get('redlock-counter')) || 0);
-            await client.set('redlock-counter', String(value + 1));
-            await lock.unlock();
-        }
-    }));
+    await runProcesses(__filename, workers, {});
     const got = Number(await clients[0].get('redlock-counter'));
     const want = workers * increments;
     const seconds = (Date.now() - start) / 1000;
-    console.log(`counter ${got} of ${want} after ${seconds.toFixed(1)} s (${workers} workers on ${ports.length} nodes)`);
+    console.log(`counter ${got} of ${want} after ${seconds.toFixed(1)} s (${workers} worker ` +
+                `processes on ${ports.length} nodes)`);
     clients.forEach((c) => c.disconnect());
     if (got !== want) throw new Error(`lost updates: ${want - got}`);
 }
 
-main().catch((e) => {
+// A worker process: `increments` times lock -> GET -> SET + 1 -> unlock, on node index % 3.
+async function worker({ index }, ctx) {
+    const client = new Redis({ port: ports[index % ports.length], maxRetriesPerRequest: 5 });
+    const redlock = new Redlock([client], { retryCount: 2000, retryDelay: 5, retryJitter: 5 });
+    await ctx.ready();
+    for (let i = 0; i < increments; i++) {
+        const lock = await redlock.lock('redlock-counter-lock', 10000);
+        const value = Number((await client.get('redlock-counter')) || 0);
+        await client.set('redlock-counter', String(value + 1));
+        await lock.unlock();
+    }
+    client.disconnect();
+}
+
+if (workerTask()) serve(worker);
+else main().catch((e) => {
     console.error('FAIL:', e.message);
     process.exit(1);
 });

@@ -2,15 +2,16 @@
 // ports of one raftlock cluster (issue 22), unmodified: SET NX PX to lock, Lua scripts (loaded and
 // run by SHA) to unlock and to extend only while the lock is still the caller's.
 //
-// A probe checks refuse, touch and unlock across nodes; then workers spread over the three nodes
-// loop warlock.optimistic -> read-modify-write of a counter -> unlock, and the counter must equal
-// the number of critical sections.
+// A probe checks refuse, touch and unlock across nodes; then worker processes (processes.js)
+// spread over the three nodes loop warlock.optimistic -> read-modify-write of a counter -> unlock,
+// and the counter must equal the number of critical sections.
 //
 //   node warlock_test.js PORT PORT PORT
 'use strict';
 const redis = require('redis');
 const Warlock = require('node-redis-warlock');
 const { promisify } = require('util');
+const { runProcesses, workerTask, serve } = require('./processes');
 
 const ports = process.argv.slice(2).map(Number);
 const workers = 6;
@@ -52,25 +53,32 @@ async function main() {
 
     await clients[0].delAsync('warlock-counter');
     const start = Date.now();
-    await Promise.all(Array.from({ length: workers }, async (_, w) => {
-        const c = clients[w % clients.length];
-        for (let i = 0; i < rounds; i++) {
-            const unlock = await optimistic(locks[w % locks.length], 'warlock-counter', 10000);
-            const value = Number((await c.getAsync('warlock-counter')) || 0);
-            await c.setAsync('warlock-counter', String(value + 1));
-            await new Promise((resolve, reject) => unlock((err) => (err ? reject(err) : resolve())));
-        }
-    }));
+    await runProcesses(__filename, workers, {});
     const got = Number(await clients[1].getAsync('warlock-counter'));
     const want = workers * rounds;
     const seconds = (Date.now() - start) / 1000;
     console.log(`warlock: counter ${got} of ${want} after ${seconds.toFixed(1)} s ` +
-                `(${workers} workers on ${ports.length} nodes)`);
+                `(${workers} worker processes on ${ports.length} nodes)`);
     await Promise.all(clients.map((c) => c.quitAsync()));
     if (got !== want) throw new Error(`lost updates: ${want - got}`);
 }
 
-main().catch((e) => {
+// A worker process: `rounds` critical sections on node index % 3.
+async function worker({ index }, ctx) {
+    const c = client(ports[index % ports.length]);
+    const warlock = Warlock(c);
+    await ctx.ready();
+    for (let i = 0; i < rounds; i++) {
+        const unlock = await optimistic(warlock, 'warlock-counter', 10000);
+        const value = Number((await c.getAsync('warlock-counter')) || 0);
+        await c.setAsync('warlock-counter', String(value + 1));
+        await new Promise((resolve, reject) => unlock((err) => (err ? reject(err) : resolve())));
+    }
+    await c.quitAsync();
+}
+
+if (workerTask()) serve(worker);
+else main().catch((e) => {
     console.error('FAIL:', e.message);
     process.exit(1);
 });
