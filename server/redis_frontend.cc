@@ -157,15 +157,12 @@ void RedisFrontend::dispatch(net::ConnectionId id, Conn& c) {
             complete(c, index, *immediate);
             continue;
         }
-        const Step step = step_of(c, argv);
+        const auto [step, route] = dispatch_of(c, argv);
         // WATCH and WAIT run alone (route kConnection): after every earlier command, and before
         // any later one starts. For WATCH that is what makes it sound: reads in flight together
         // may be served at different applied indexes, in any order, and a GET pipelined after a
         // WATCH must see a state at or after the WATCH's index, or a change between the two would
         // escape both (found by the server simulator).
-        const redis::Route route = step == Step::kKeyspace ? redis::route_of(argv)
-                                   : step == Step::kExec   ? redis::Route::kWrite
-                                                           : redis::Route::kConnection;
         if (c.in_flight > 0 && (route == redis::Route::kConnection || route != c.in_flight_route)) {
             break;  // waits for the commands in flight: see the header on order
         }

@@ -202,8 +202,14 @@ private:
     static bool runs_inside_multi(const redis::Argv& argv);
     // Queues argv after MULTI: QUEUED, or an error (which fails the transaction).
     redis::Value queue(Conn& c, redis::Argv&& argv);
-    // The Step of argv (which passed precheck) on connection c.
-    Step step_of(const Conn& c, const redis::Argv& argv) const;
+    // The Step of argv (which passed precheck) on connection c, and the route it takes (what it
+    // may be in flight beside): its own for a keyspace command, a write for an EXEC to send,
+    // kConnection (alone) otherwise.
+    struct Dispatch {
+        Step step;
+        redis::Route route;
+    };
+    Dispatch dispatch_of(const Conn& c, const redis::Argv& argv) const;
     // MULTI, DISCARD, UNWATCH, and a WATCH or EXEC that need not reach the backend (an error, an
     // EXEC with nothing to send): the reply, encoded.
     std::string transaction_local(net::ConnectionId id, Conn& c, const redis::Argv& argv);

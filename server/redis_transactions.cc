@@ -9,6 +9,7 @@
 #include "base/assert.h"
 #include "net/resp_codec.h"
 #include "server/redis_frontend.h"
+#include "statemachine/redis/handlers.h"
 #include "statemachine/types.h"
 
 namespace raftlock::server {
@@ -17,8 +18,8 @@ namespace {
 
 using redis::Value;
 
-bool is(const redis::Argv& argv, std::string_view lower_name) {
-    return redis::lower(argv[0]) == lower_name;
+bool is(const redis::Argv& argv, std::string_view name) {
+    return redis::iequals(argv[0], name);
 }
 
 bool is_subscription(const redis::Argv& argv) {
@@ -29,9 +30,8 @@ bool is_subscription(const redis::Argv& argv) {
 }  // namespace
 
 bool RedisFrontend::runs_inside_multi(const redis::Argv& argv) {
-    const std::string name = redis::lower(argv[0]);
-    return name == "exec" || name == "discard" || name == "multi" || name == "watch" ||
-           name == "quit" || name == "reset";
+    return is(argv, "exec") || is(argv, "discard") || is(argv, "multi") || is(argv, "watch") ||
+           is(argv, "quit") || is(argv, "reset");
 }
 
 Value RedisFrontend::queue(Conn& c, redis::Argv&& argv) {
@@ -55,14 +55,17 @@ Value RedisFrontend::queue(Conn& c, redis::Argv&& argv) {
     return Value::simple("QUEUED");
 }
 
-RedisFrontend::Step RedisFrontend::step_of(const Conn& c, const redis::Argv& argv) const {
-    if (redis::route_of(argv) != redis::Route::kConnection) {
-        return Step::kKeyspace;
+RedisFrontend::Dispatch RedisFrontend::dispatch_of(const Conn& c, const redis::Argv& argv) const {
+    const redis::Route route = redis::route_of(argv);
+    if (route != redis::Route::kConnection) {
+        return {Step::kKeyspace, route};
     }
+    const auto alone = [](Step step) { return Dispatch{step, redis::Route::kConnection}; };
     if (is(argv, "wait")) {
         // Valid arguments wait in the backend; an error is answered here (run_local).
         const std::optional<int64_t> timeout = redis::parse_int(argv[2]);
-        return redis::parse_int(argv[1]) && timeout && *timeout >= 0 ? Step::kWait : Step::kLocal;
+        return alone(redis::parse_int(argv[1]) && timeout && *timeout >= 0 ? Step::kWait
+                                                                           : Step::kLocal);
     }
     if (is(argv, "watch")) {
         size_t keys = c.watched.size();
@@ -74,7 +77,7 @@ RedisFrontend::Step RedisFrontend::step_of(const Conn& c, const redis::Argv& arg
             }
         }
         const bool fits = keys <= options_.watched_keys_max && bytes <= options_.watched_bytes_max;
-        return c.multi || !fits ? Step::kLocal : Step::kWatch;
+        return alone(c.multi || !fits ? Step::kLocal : Step::kWatch);
     }
     if (is(argv, "exec") && c.multi && !c.multi->failed) {
         // Something for the state machine to decide: a keyspace command, or a watch to check.
@@ -82,9 +85,10 @@ RedisFrontend::Step RedisFrontend::step_of(const Conn& c, const redis::Argv& arg
             c.multi->queued.begin(), c.multi->queued.end(), [](const redis::Argv& queued) {
                 return redis::route_of(queued) != redis::Route::kConnection;
             });
-        return keyspace || !c.watched.empty() ? Step::kExec : Step::kLocal;
+        return keyspace || !c.watched.empty() ? Dispatch{Step::kExec, redis::Route::kWrite}
+                                              : alone(Step::kLocal);
     }
-    return Step::kLocal;
+    return alone(Step::kLocal);
 }
 
 std::string RedisFrontend::transaction_local(net::ConnectionId id,

@@ -472,9 +472,9 @@ private:
         int64_t deadline_ms = 0;
     };
     std::vector<RedisWait> redis_waits_;
-    // How many other nodes are known to hold `index`: on the leader those whose log matches
-    // through it; on a follower, of a committed index, the rest of a quorum.
-    int64_t replicas_holding(raft::Index index) const;
+    // How many other nodes are known to hold `index`, by the core status `st`: on the leader those
+    // whose log matches through it; on a follower, of a committed index, the rest of a quorum.
+    int64_t replicas_holding(const raft::NodeStatus& st, raft::Index index) const;
     void check_redis_waits();
     PgFrontend* pg_frontend_ = nullptr;
     std::map<net::ConnectionId, PgConn> pg_conns_;

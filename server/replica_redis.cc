@@ -114,7 +114,7 @@ void Replica::redis_wait(net::ConnectionId id,
     RL_ASSERT(is_redis(id) && timeout_ms >= 0);
     const ClientRef client{id, ticket};
     const raft::Index index = applied_index_;
-    const int64_t holding = replicas_holding(index);
+    const int64_t holding = replicas_holding(raw_->status(), index);
     // A follower cannot see the others' logs: it answers at once what it can vouch for, rather
     // than wait for what it would never learn (with timeout 0, forever).
     if (holding >= numreplicas || !is_leader()) {
@@ -127,11 +127,10 @@ void Replica::redis_wait(net::ConnectionId id,
 }
 
 int64_t Replica::redis_replicas_holding() const {
-    return replicas_holding(applied_index_);
+    return replicas_holding(raw_->status(), applied_index_);
 }
 
-int64_t Replica::replicas_holding(raft::Index index) const {
-    const raft::NodeStatus st = raw_->status();
+int64_t Replica::replicas_holding(const raft::NodeStatus& st, raft::Index index) const {
     if (st.soft_state.role == raft::Role::kLeader) {
         int64_t holding = 0;
         for (const raft::PeerStatus& p : st.peers) {
@@ -148,9 +147,13 @@ int64_t Replica::replicas_holding(raft::Index index) const {
 }
 
 void Replica::check_redis_waits() {
+    if (redis_waits_.empty()) {
+        return;
+    }
     const int64_t now = clock_.steady_ms();
+    const raft::NodeStatus st = raw_->status();  // (copies the peers: once per tick, not per wait)
     std::erase_if(redis_waits_, [&](const RedisWait& w) {
-        const int64_t holding = replicas_holding(w.index);
+        const int64_t holding = replicas_holding(st, w.index);
         if (holding < w.numreplicas && is_leader() && (w.deadline_ms == 0 || now < w.deadline_ms)) {
             return false;
         }

@@ -12,10 +12,9 @@ only read.
 
     pubsub_compat.py REAL_PORT NODE1_PORT NODE2_PORT NODE3_PORT
 """
-import select
-import socket
 import sys
-import time
+
+import resp_scenario
 
 # (connection, command, skip): the subscribers A (RESP2) and B (RESP3), the publisher P beside
 # them, and X on another node.
@@ -70,71 +69,19 @@ SCENARIO = [
 ]
 
 
-def encode(argv):
-    out = b"*%d\r\n" % len(argv)
-    for arg in argv:
-        data = arg.encode("latin1")
-        out += b"$%d\r\n%s\r\n" % (len(data), data)
-    return out
-
-
-def drain(sock, want, quiet):
-    """Reads until `want` bytes came (or 5 s passed), then until `quiet` s pass with nothing."""
-    got = b""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        wait = quiet if len(got) >= want else deadline - time.monotonic()
-        ready, _, _ = select.select([sock], [], [], max(wait, 0))
-        if not ready:
-            if len(got) >= want:
-                break
-            continue
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            break
-        got += chunk
-    return got
-
-
-def run(ports, expected=None):
-    socks = {name: socket.create_connection(("127.0.0.1", port)) for name, port in ports.items()}
-    record = []
-    for step, (conn, argv, skip) in enumerate(SCENARIO):
-        socks[conn].sendall(encode(argv))
-        outputs = {}
-        for name, sock in socks.items():
-            want = len(expected[step][name]) if expected else (1 if name == conn else 0)
-            # redis-server answers at once; raftlock's other nodes deliver when they apply.
-            outputs[name] = drain(sock, max(want, 1 if name == conn else 0),
-                                  0.05 if expected else 0.02)
-        record.append(outputs)
-    for sock in socks.values():
-        sock.close()
-    return record
-
-
 def main():
     real, nodes = int(sys.argv[1]), [int(p) for p in sys.argv[2:5]]
-    reference = run({"A": real, "B": real, "P": real, "X": real})
+    reference = resp_scenario.run(SCENARIO, {"A": real, "B": real, "P": real, "X": real})
     failures = 0
     for i in range(3):
         here, other = nodes[i], nodes[(i + 1) % 3]
-        got = run({"A": here, "B": here, "P": here, "X": other}, reference)
-        for step, (conn, argv, skip) in enumerate(SCENARIO):
-            for name in got[step]:
-                want, have = reference[step][name], got[step][name]
-                if skip and name == conn:
-                    if not have.startswith(b"%" if argv[0] == "HELLO" else b":"):
-                        print(f"FAIL node {i + 1} step {step} {conn} {argv}: {have!r}")
-                        failures += 1
-                    continue
-                if want != have:
-                    print(f"FAIL node {i + 1} step {step} ({conn} {argv}) on {name}:\n"
-                          f"  redis:    {want!r}\n  raftlock: {have!r}")
-                    failures += 1
-        if failures == 0:
+        got = resp_scenario.run(SCENARIO, {"A": here, "B": here, "P": here, "X": other},
+                                reference)
+        mismatches = resp_scenario.mismatches(SCENARIO, reference, got, f"node {i + 1}")
+        if mismatches == 0:
             print(f"ok: pub/sub scenario through node {i + 1} ({len(SCENARIO)} steps, the second "
                   f"publisher on node {(i + 1) % 3 + 1})")
+        failures += mismatches
     messages = sum(r.count(b"message") for rec in reference for r in rec.values())
     if messages < 10:
         print(f"FAIL: the reference delivered only {messages} messages: the scenario tests nothing")

@@ -18,10 +18,9 @@ it is sent (its fourth field, in seconds), to let a key expire.
 
     transactions_compat.py REAL_PORT NODE1_PORT NODE2_PORT NODE3_PORT
 """
-import select
-import socket
 import sys
-import time
+
+import resp_scenario
 
 
 def modified(key, setup, command):
@@ -296,89 +295,14 @@ SCENARIO += [
 ]
 
 
-def encode(argv):
-    out = b"*%d\r\n" % len(argv)
-    for arg in argv:
-        data = arg.encode("latin1")
-        out += b"$%d\r\n%s\r\n" % (len(data), data)
-    return out
-
-
-def drain(sock, want, quiet):
-    """Reads until `want` bytes came, then until `quiet` s pass with nothing. Waits at most 5 s for
-    the first byte and 0.5 s for each next one, so a reply shorter than redis-server's costs no
-    more than that."""
-    got = b""
-    deadline = time.monotonic() + 5
-    while True:
-        if len(got) >= want:
-            wait = quiet
-        else:
-            wait = 0.5 if got else deadline - time.monotonic()
-        ready, _, _ = select.select([sock], [], [], max(wait, 0))
-        if not ready:
-            break
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            break
-        got += chunk
-    return got
-
-
-def run(ports, expected=None):
-    """The bytes each connection read at each step, and last what came after the last step."""
-    socks = {name: socket.create_connection(("127.0.0.1", port)) for name, port in ports.items()}
-    record = []
-    for step, (conn, argv, _skip, *delay) in enumerate(SCENARIO):
-        if delay:
-            time.sleep(delay[0])
-        socks[conn].sendall(encode(argv))
-        outputs = {}
-        # The sender first: once its reply came and redis-server fell quiet, it has written what
-        # the others got from the step too. Then the others get as many bytes as redis-server
-        # sent them (raftlock's nodes deliver when they apply); bytes that no step expects show
-        # up in a later step, or after the last one.
-        for name in [conn] + [n for n in socks if n != conn]:
-            want = len(expected[step][name]) if expected else 0
-            if name == conn:
-                outputs[name] = drain(socks[name], max(want, 1), 0.01 if expected else 0.02)
-            else:
-                outputs[name] = drain(socks[name], want, 0)
-        record.append(outputs)
-    record.append({name: drain(sock, 0, 0.2) for name, sock in socks.items()})
-    for sock in socks.values():
-        sock.close()
-    return record
-
-
-def describe(step):
-    if step == len(SCENARIO):
-        return "after the last step"
-    conn, argv = SCENARIO[step][:2]
-    return f"step {step} ({conn} {argv})"
-
-
 def main():
     real, nodes = int(sys.argv[1]), [int(p) for p in sys.argv[2:5]]
-    reference = run({"A": real, "B": real, "X": real})
+    reference = resp_scenario.run(SCENARIO, {"A": real, "B": real, "X": real})
     failures = 0
     for i in range(3):
         here, other = nodes[i], nodes[(i + 1) % 3]
-        got = run({"A": here, "B": here, "X": other}, reference)
-        mismatches = 0
-        for step, outputs in enumerate(got):
-            conn, argv, skip = SCENARIO[step][:3] if step < len(SCENARIO) else (None, [], False)
-            for name, have in outputs.items():
-                want = reference[step][name]
-                if skip and name == conn:
-                    if not have.startswith(b"%" if argv[0] == "HELLO" else b":"):
-                        print(f"FAIL node {i + 1} {describe(step)}: {have!r}")
-                        mismatches += 1
-                    continue
-                if want != have:
-                    print(f"FAIL node {i + 1} {describe(step)} on {name}:\n"
-                          f"  redis:    {want!r}\n  raftlock: {have!r}")
-                    mismatches += 1
+        got = resp_scenario.run(SCENARIO, {"A": here, "B": here, "X": other}, reference)
+        mismatches = resp_scenario.mismatches(SCENARIO, reference, got, f"node {i + 1}")
         if mismatches == 0:
             print(f"ok: transactions scenario through node {i + 1} ({len(SCENARIO)} steps, the "
                   f"writer X on node {(i + 1) % 3 + 1})")

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <google/protobuf/message.h>
 
+#include "base/assert.h"
 #include "tests/sim/replica/verdicts.h"
 #include "tests/sim/replica/world.h"
 
@@ -89,6 +90,20 @@ protected:
             verdicts_.fail_liveness(fmt::format("{} unanswered for {} ms on a calm cluster",
                                                 request(), (now - sent_us) / 1000));
         }
+        return true;
+    }
+
+    // Connects c (which has no connection) to a node drawn at random, through `open` (&World::open,
+    // &World::open_resp or &World::open_pg): false when that node refuses (it is down).
+    using Opener = std::optional<ConnId> (World::*)(NodeId, ClientObserver&);
+    bool connect_to_any(Client& c, Opener open) {
+        RL_ASSERT(!c.conn);
+        const std::vector<NodeId> ids = world_.ids();
+        c.conn = (world_.*open)(ids[world_.rng().uniform(ids.size())], *this);
+        if (!c.conn) {
+            return false;
+        }
+        by_conn_[*c.conn] = &c;
         return true;
     }
 

@@ -76,17 +76,7 @@ uint64_t LockClients::safe_until_us(const Client& c) const {
 }
 
 bool LockClients::ensure_conn(Client& c) {
-    if (c.conn) {
-        return true;
-    }
-    const std::vector<NodeId> ids = world_.ids();
-    const NodeId node = ids[world_.rng().uniform(ids.size())];
-    c.conn = world_.open(node, *this);
-    if (!c.conn) {
-        return false;
-    }
-    by_conn_[*c.conn] = &c;
-    return true;
+    return c.conn || connect_to_any(c, &World::open);
 }
 
 void LockClients::reconnect(Client& c) {

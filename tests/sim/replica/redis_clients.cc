@@ -126,16 +126,13 @@ void RedisLockClients::send(Client& c, Op op, statemachine::redis::Argv argv) {
 void RedisLockClients::resend(Client& c) {
     RL_ASSERT(c.op != Op::kNone);
     if (!c.conn) {
-        const std::vector<NodeId> ids = world_.ids();
-        c.conn = world_.open_resp(ids[world_.rng().uniform(ids.size())], *this);
-        if (!c.conn) {
+        if (!connect_to_any(c, &World::open_resp)) {
             c.blame = false;
             c.op_answer_by_us = world_.now_us() + kBackoffUs;
             wake(c, kBackoffUs);
             return;
         }
         c.buffer.clear();
-        by_conn_[*c.conn] = &c;
     }
     c.op_sent_us = world_.now_us();
     const uint64_t answer_us =

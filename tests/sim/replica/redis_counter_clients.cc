@@ -62,15 +62,12 @@ void RedisCounterClients::step(Client& c) {
 void RedisCounterClients::send_phase(Client& c) {
     RL_ASSERT(c.phase != Client::Phase::kIdle);
     if (!c.conn) {
-        const std::vector<NodeId> ids = world_.ids();
-        c.conn = world_.open_resp(ids[world_.rng().uniform(ids.size())], *this);
-        if (!c.conn) {
+        if (!connect_to_any(c, &World::open_resp)) {
             c.phase = Client::Phase::kIdle;
             wake(c, kBackoffUs);
             return;
         }
         c.buffer.clear();
-        by_conn_[*c.conn] = &c;
     }
     c.replies = 0;
     c.sent_us = world_.now_us();

@@ -83,14 +83,10 @@ void SqlClients::trace_line(const Client& c, std::string_view what) {
 }
 
 void SqlClients::connect(Client& c) {
-    RL_ASSERT(!c.conn);
-    const std::vector<NodeId> ids = world_.ids();
-    c.conn = world_.open_pg(ids[world_.rng().uniform(ids.size())], *this);
-    if (!c.conn) {
+    if (!connect_to_any(c, &World::open_pg)) {
         wake(c, kBackoffUs);
         return;
     }
-    by_conn_[*c.conn] = &c;
     c.buffer.clear();
     c.session_open = false;
     c.op = Op::kStartup;

@@ -56,13 +56,10 @@ void WatchClients::step(Watcher& w) {
         return;
     }
     if (!w.conn) {
-        const std::vector<NodeId> ids = world_.ids();
-        w.conn = world_.open(ids[world_.rng().uniform(ids.size())], *this);
-        if (!w.conn) {
+        if (!connect_to_any(w, &World::open)) {
             wake(w, kBackoffUs);
             return;
         }
-        by_conn_[*w.conn] = &w;
         w.armed = false;
         w.last_version = -1;
     }
