@@ -16,7 +16,7 @@ struct Switch {
     const char* warning;
 };
 
-constexpr std::array<Switch, 4> kSwitches = {{
+constexpr std::array<Switch, 5> kSwitches = {{
     {"local-reads", "RAFTLOCK_UNSAFE_LOCAL_READS",
      "reads are served without ReadIndex and may be stale"},
     {"proposal-forwarding", "RAFTLOCK_UNSAFE_PROPOSAL_FORWARDING",
@@ -25,6 +25,8 @@ constexpr std::array<Switch, 4> kSwitches = {{
      "keepalives are acknowledged without confirming leadership"},
     {"forward-answered-early", "RAFTLOCK_UNSAFE_FORWARD_ANSWERED_EARLY",
      "forwarded writes are answered before they are applied"},
+    {"reads-out-of-order", "RAFTLOCK_UNSAFE_READS_OUT_OF_ORDER",
+     "confirmed reads are served out of the order they were asked"},
 }};
 
 std::array<bool, kSwitches.size()>& switches() {

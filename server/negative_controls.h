@@ -31,14 +31,20 @@ enum class Control : uint8_t {
     // the client OK then, before the write is committed and applied: a leader lost before the
     // commit loses an acknowledged write.
     kForwardAnsweredEarly,
+    // Confirmed ReadIndex rounds are served as soon as each one's index is applied, not in the
+    // order they were asked: two reads a connection pipelines may then see states in reverse
+    // order (a later GET an older value than an earlier one).
+    kReadsOutOfOrder,
 };
 
 // Whether a switch is on: from the environment at first use (RAFTLOCK_UNSAFE_LOCAL_READS=1,
 // RAFTLOCK_UNSAFE_PROPOSAL_FORWARDING=1, RAFTLOCK_UNSAFE_KEEPALIVE_WITHOUT_READ_INDEX=1,
-// RAFTLOCK_UNSAFE_FORWARD_ANSWERED_EARLY=1), or turned on in the process.
+// RAFTLOCK_UNSAFE_FORWARD_ANSWERED_EARLY=1, RAFTLOCK_UNSAFE_READS_OUT_OF_ORDER=1), or turned on
+// in the process.
 bool on(Control control);
 void turn_on(Control control);
-// "local-reads", "proposal-forwarding", "keepalive-without-read-index", "forward-answered-early".
+// "local-reads", "proposal-forwarding", "keepalive-without-read-index", "forward-answered-early",
+// "reads-out-of-order".
 std::optional<Control> parse(std::string_view name);
 
 }  // namespace raftlock::server::negative_controls

@@ -1,6 +1,7 @@
 #include "server/replica.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -162,11 +163,11 @@ void Replica::flush() {
         refuse_keepalives(next_batch_);
     }
     if (!next_batch_.empty()) {
-        const std::string context = fmt::format("r{}", ++next_tag_);
+        const uint64_t round = ++next_tag_;
         next_batch_.deadline_ms = clock_.steady_ms() + config_.request_timeout_ms;
-        reads_in_flight_.emplace(context, std::move(next_batch_));
+        reads_in_flight_.emplace(round, std::move(next_batch_));
         next_batch_ = ReadBatch{};
-        raw_->read_index(context);
+        raw_->read_index(read_context(round));
         ++metrics_.read_index_requests_total;
     }
     flush_keepalive_forwards();
@@ -275,17 +276,63 @@ void Replica::run_storage_jobs() {
 
 void Replica::serve_reads(std::vector<raft::ReadState>& read_states) {
     for (raft::ReadState& rs : read_states) {
-        auto it = reads_in_flight_.find(rs.context);
+        const std::optional<uint64_t> round = read_round(rs.context);
+        auto it = round ? reads_in_flight_.find(*round) : reads_in_flight_.end();
         if (it == reads_in_flight_.end()) {
             continue;  // answered already (a duplicate after a resubmission) or timed out
         }
-        ReadBatch batch = std::move(it->second);
+        RL_ASSERT(!reads_confirmed_.contains(*round));
+        reads_confirmed_.emplace(*round, std::make_pair(rs.index, std::move(it->second)));
         reads_in_flight_.erase(it);
-        if (applied_index_ >= rs.index) {
-            serve_batch(batch);
-        } else {
-            reads_waiting_apply_.emplace(rs.index, std::move(batch));
+    }
+    serve_confirmed_reads();
+}
+
+std::string Replica::read_context(uint64_t round) {
+    return fmt::format("r{}", round);
+}
+
+std::optional<uint64_t> Replica::read_round(std::string_view context) {
+    uint64_t round = 0;
+    const char* end = context.data() + context.size();
+    if (context.size() < 2 || context[0] != 'r' ||
+        std::from_chars(context.data() + 1, end, round) != std::from_chars_result{end, {}}) {
+        return std::nullopt;  // not one of this node's rounds
+    }
+    return round;
+}
+
+void Replica::serve_confirmed_reads() {
+    while (!reads_confirmed_.empty()) {
+        auto it = reads_confirmed_.begin();
+        auto& [index, batch] = it->second;
+        const bool older_in_flight =
+            !reads_in_flight_.empty() && reads_in_flight_.begin()->first < it->first;
+#ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
+        if (negative_controls::on(negative_controls::Control::kReadsOutOfOrder)) {
+            // Any confirmed batch as soon as its own index is applied, whatever is older (the
+            // rule before 2026-12-01).
+            it = std::find_if(reads_confirmed_.begin(), reads_confirmed_.end(),
+                              [&](const auto& e) { return e.second.first <= applied_index_; });
+            if (it == reads_confirmed_.end()) {
+                return;
+            }
+            ReadBatch ready = std::move(it->second.second);
+            reads_confirmed_.erase(it);
+            serve_batch(ready);
+            continue;
         }
+#endif
+        // An older round still in flight goes first: a connection's reads in it were sent before
+        // its reads here, and must not see a later state than they do. That round is confirmed,
+        // or times out (tick), or is dropped with a leader change (it held only keepalives), and
+        // each of those runs this again.
+        if (index > applied_index_ || older_in_flight) {
+            return;
+        }
+        ReadBatch ready = std::move(batch);
+        reads_confirmed_.erase(it);
+        serve_batch(ready);
     }
 }
 
@@ -460,6 +507,7 @@ void Replica::expire_requests() {
             respond_error(client, proto::UNAVAILABLE, "no leader confirmed the read in time");
         }
     }
+    serve_confirmed_reads();  // (what waited for a round that timed out)
     for (auto it = keepalive_forwards_.begin(); it != keepalive_forwards_.end();) {
         if (it->second.deadline_ms > now_ms) {
             ++it;

@@ -338,6 +338,12 @@ private:
     void add_keepalive(net::ConnectionId conn, const proto::Request& request);
     void answer_local(net::ConnectionId conn, const proto::Request& request);
     void serve_batch(ReadBatch& batch);
+    // Serves the confirmed batches whose index is applied, oldest round first, up to the first
+    // that must wait: for its index, or for an older round still in flight.
+    void serve_confirmed_reads();
+    // A ReadIndex round's context, and back (nullopt: not a context this node makes).
+    static std::string read_context(uint64_t round);
+    static std::optional<uint64_t> read_round(std::string_view context);
     // Serves confirmed Redis reads from redis_reads_ready_, a bounded number of reply bytes per
     // turn of the loop, and posts itself again while any are left.
     void serve_redis_reads();
@@ -493,8 +499,12 @@ private:
     std::map<uint64_t, WriteKey> forward_tags_;  // ForwardWrite tag -> its pending write
     std::map<WaitKey, Waiting> waiting_;
     ReadBatch next_batch_;
-    std::map<std::string, ReadBatch> reads_in_flight_;  // by ReadIndex context
-    std::multimap<raft::Index, ReadBatch> reads_waiting_apply_;
+    // The batches of ReadIndex rounds, by round number (the round's context is read_context(n)):
+    // asked and not yet confirmed, and confirmed with the index they wait to see applied. They are
+    // served strictly in round order (serve_confirmed_reads), so the reads a connection pipelines
+    // see states in the order it sent them, whichever round the leader confirms first.
+    std::map<uint64_t, ReadBatch> reads_in_flight_;
+    std::map<uint64_t, std::pair<raft::Index, ReadBatch>> reads_confirmed_;
     // Redis reads whose ReadIndex round is confirmed and applied, in order, across batches: one
     // queue drained by one posted handler, so a turn of the loop serves at most one turn's bytes
     // however many batches are ready.

@@ -55,11 +55,7 @@ void Replica::apply_entries(const std::vector<raft::Entry>& entries) {
     RL_ASSERT(applied_index_ == entries.back().index);
     RL_ASSERT(applied_index_ <= raw_->status().hard_state.commit);
     metrics_.apply_batch_latency.record_us(static_cast<uint64_t>(clock_.steady_us() - start_us));
-    while (!reads_waiting_apply_.empty() && reads_waiting_apply_.begin()->first <= applied_index_) {
-        ReadBatch batch = std::move(reads_waiting_apply_.begin()->second);
-        reads_waiting_apply_.erase(reads_waiting_apply_.begin());
-        serve_batch(batch);
-    }
+    serve_confirmed_reads();
 }
 
 void Replica::apply_snapshot(const raft::Snapshot& snapshot) {
@@ -82,6 +78,7 @@ void Replica::apply_snapshot(const raft::Snapshot& snapshot) {
     push_watch_events(
         sm::restore_triggers(watched_before, watched_view(), snapshot.metadata.index));
     resolve_waits_after_restore();
+    serve_confirmed_reads();
 }
 
 // The nodes this node's watches are on (each recursive watch's whole subtree), as they are now.

@@ -276,9 +276,10 @@ void Replica::resubmit_after_leader_change() {
             it = reads_in_flight_.erase(it);
             continue;
         }
-        raw_->read_index(it->first);
+        raw_->read_index(read_context(it->first));
         ++it;
     }
+    serve_confirmed_reads();  // (what waited for a round that held only keepalives)
     for (auto& [tag, waiting] : keepalive_forwards_) {
         for (const auto& [client, session] : waiting.clients) {
             respond_error(client, proto::UNAVAILABLE, "the leader changed; retry the keepalive");

@@ -328,7 +328,7 @@ int main_impl(int argc, char** argv) {
                 "  runs real replicas under a seeded nemesis; a failing seed replays with\n"
                 "  raftlock-replica-sim --seed N -v. raftlock-replica-sim-unsafe also takes\n"
                 "  --break local-reads|proposal-forwarding|keepalive-without-read-index|\n"
-                "  forward-answered-early\n");
+                "  forward-answered-early|reads-out-of-order\n");
             return 2;
         }
     }

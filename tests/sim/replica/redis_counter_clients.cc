@@ -9,13 +9,15 @@ namespace raftlock::sim::replica {
 namespace {
 
 constexpr const char* kCounter = "the-redis-counter";
+// GETs pipelined ahead of each round's WATCH, each its own send.
+constexpr size_t kPipelinedGets = 3;
 
 }  // namespace
 
 struct RedisCounterClient {
     enum class Phase : uint8_t {
         kIdle,
-        kRead,  // WATCH, GET sent: their two replies
+        kRead,  // kPipelinedGets GETs, WATCH, GET sent: their replies
         kExec,  // MULTI, SET, EXEC sent: their three replies
     };
     size_t index = 0;
@@ -27,7 +29,8 @@ struct RedisCounterClient {
     uint64_t answer_by_us = 0;
     bool blame = false;
     int64_t committed_max_at_watch = 0;  // what every later read must see
-    int64_t read = 0;                    // the counter as GET answered it
+    int64_t pipelined_read = 0;          // the counter as the round's last pipelined GET read it
+    int64_t read = 0;                    // the counter as the GET after WATCH answered it
 };
 
 RedisCounterClients::RedisCounterClients(World& world, const RedisCounterParams& params)
@@ -76,7 +79,10 @@ void RedisCounterClients::send_phase(Client& c) {
     c.answer_by_us = c.sent_us + answer_us;
     c.blame = true;
     if (c.phase == Client::Phase::kRead) {
-        trace(c, "sends WATCH, GET");
+        trace(c, "sends {} GETs, WATCH, GET", kPipelinedGets);
+        for (size_t i = 0; i < kPipelinedGets; ++i) {
+            world_.send_resp(*c.conn, {"GET", kCounter});
+        }
         world_.send_resp(*c.conn, {"WATCH", kCounter});
         world_.send_resp(*c.conn, {"GET", kCounter});
     } else {
@@ -149,17 +155,29 @@ void RedisCounterClients::on_reply(Client& c, const RespReply& r) {
         return;
     }
     if (c.phase == Client::Phase::kRead) {
-        if (n == 0) {
+        if (n == kPipelinedGets) {
             RL_ASSERT(r.kind == '+');  // WATCH's OK
             return;
         }
-        c.read = r.nil ? 0 : std::strtoll(r.text.c_str(), nullptr, 10);
-        if (c.read < c.committed_max_at_watch) {
+        RL_ASSERT(r.kind == '$' || r.nil);
+        const int64_t value = r.nil ? 0 : std::strtoll(r.text.c_str(), nullptr, 10);
+        if (value < c.committed_max_at_watch) {
             verdicts_.fail(fmt::format(
-                "redis counter c{}: GET after WATCH read {}, but {} was committed before the "
-                "WATCH was sent",
-                c.index, c.read, c.committed_max_at_watch));
+                "redis counter c{}: reply {} of the round (a GET) read {}, but {} was committed "
+                "before the round was sent",
+                c.index, n, value, c.committed_max_at_watch));
         }
+        if (n < kPipelinedGets) {
+            if (n > 0 && value < c.pipelined_read) {
+                verdicts_.fail(fmt::format(
+                    "redis counter c{}: two GETs pipelined on one connection read {} then {}: "
+                    "the second saw an older state",
+                    c.index, c.pipelined_read, value));
+            }
+            c.pipelined_read = value;
+            return;
+        }
+        c.read = value;
         c.phase = Client::Phase::kExec;
         send_phase(c);
         return;

@@ -4,13 +4,17 @@
 // counter and GET it (pipelined), then MULTI, SET counter v+1, EXEC. An EXEC that answers an array
 // committed v+1; nil means another write got in after the WATCH (the client starts over); an
 // error or a timeout leaves the outcome unknown (the client starts over on a new connection).
+// Each round first pipelines three more GETs ahead of the WATCH, each its own send (so the node
+// may put them in different ReadIndex rounds).
 //
 // WATCH is served after ReadIndex at some applied index, and the state machine aborts EXEC when
 // the counter changed after it (docs/decisions/0018-redis-watch-by-index.md). So, checked on
 // every committed EXEC:
 //   unique      no two committed EXECs set the same value (one of them read a stale counter and
 //               should have aborted)
-//   fresh       the value read is at least every value committed before the WATCH was sent
+//   fresh       every value read is at least every value committed before the round was sent
+//   in order    of the pipelined GETs, each reads at least what the one before it did (the node
+//               serves a connection's reads at states in the order they were sent)
 //   answered    a command sent to a cluster with no fault active is answered within the request
 //               timeout
 
