@@ -1,4 +1,4 @@
-// `raftlock member list | add | promote | remove`: the cluster's configuration.
+// `raftlock member list | add | promote | transfer | remove`: the cluster's configuration.
 
 #include "cli/common.h"
 
@@ -41,6 +41,16 @@ int cmd_member_change(const Context& ctx,
     return print_members(ctx, *members);
 }
 
+int cmd_member_transfer(const Context& ctx, uint64_t node_id) {
+    Client client(ctx.client_options());
+    auto leader = client.transfer_leadership(node_id);
+    if (!leader.ok()) {
+        return report(ctx, leader.error());
+    }
+    emit(ctx, json{{"leader", *leader}}, fmt::format("node {} leads\n", *leader));
+    return kExitOk;
+}
+
 }  // namespace
 
 void add_member_commands(CLI::App& app, Command& run) {
@@ -75,6 +85,11 @@ void add_member_commands(CLI::App& app, Command& run) {
             return cmd_member_change(ctx, client::MemberChange::kAddVoter, node_id, "");
         };
     });
+    cmd = member->add_subcommand(
+        "transfer", "hand leadership to a voter (it catches up, then campaigns at once)");
+    cmd->add_option("id", node_id, "the voter's id")->required();
+    cmd->callback(
+        [&run] { run = [](const Context& ctx) { return cmd_member_transfer(ctx, node_id); }; });
     cmd = member->add_subcommand("remove", "remove a node (a removed raftlockd stops by itself)");
     cmd->add_option("id", node_id, "the node's id")->required();
     cmd->callback([&run] {

@@ -350,4 +350,14 @@ ClientResult<std::vector<Member>> Client::change_member(MemberChange change,
     return from_proto(answer->members());
 }
 
+ClientResult<uint64_t> Client::transfer_leadership(uint64_t node_id) {
+    proto::Request request;
+    request.mutable_transfer_leadership()->set_node_id(node_id);
+    auto answer = impl_->call(std::move(request), {});
+    if (auto error = answer_error(answer, "leadership transfer")) {
+        return *error;
+    }
+    return answer->leader_hint();  // (the node that answered saw it lead)
+}
+
 }  // namespace raftlock::client

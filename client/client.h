@@ -147,6 +147,10 @@ public:
     ClientResult<std::vector<Member>> change_member(MemberChange change,
                                                     uint64_t node_id,
                                                     const std::string& address = {});
+    // Hands leadership to voter `node_id` (Raft thesis §3.10): answered once the node that took
+    // the request sees it lead, with its id. kTimeout: it did not take over within two election
+    // timeouts (behind or unreachable), and the leader stayed. Safe to retry.
+    ClientResult<uint64_t> transfer_leadership(uint64_t node_id);
     // --- users and permissions (docs/security.md) ------------------------------------------
     // The password is turned into a SCRAM verifier here; only the verifier reaches the cluster.
     // Without one the user logs in by client certificate only. These need the root role, except

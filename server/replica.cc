@@ -395,6 +395,7 @@ void Replica::on_soft_state(const raft::SoftState& soft) {
             // Not from inside the Ready being handled: on the next loop turn.
             post_([this] {
                 resubmit_after_leader_change();
+                settle_transfers(clock_.steady_ms());
                 schedule_flush();
             });
         }
@@ -476,6 +477,7 @@ void Replica::maybe_propose_noop() {
 void Replica::expire_requests() {
     const int64_t now_ms = clock_.steady_ms();
     expire_member_change(now_ms);
+    settle_transfers(now_ms);
     for (auto it = pending_writes_.begin(); it != pending_writes_.end();) {
         if (it->second.deadline_ms > now_ms) {
             ++it;

@@ -414,6 +414,11 @@ private:
     void on_conf_applied(const raft::Entry& entry, const raft::ConfState& conf);
     void settle_member_change(const raft::Entry& entry, const raft::ConfState* conf);
     void expire_member_change(int64_t now_ms);
+    // TransferLeadership: asked of the core here (a follower's core passes it to the leader), and
+    // answered by settle_transfers.
+    void transfer_leadership(net::ConnectionId conn, const proto::Request& request);
+    // Answers the waiting transfers whose node leads now, and those past their deadline.
+    void settle_transfers(int64_t now_ms);
     void refresh_peers();
     void fill_members(const raft::ConfState& conf, proto::MembersResult& out) const;
 
@@ -490,6 +495,12 @@ private:
     uint64_t next_tag_ = 0;
     bool removed_ = false;
     std::optional<PendingMemberChange> member_change_;
+    struct PendingTransfer {
+        ClientRef client;
+        raft::NodeId to = raft::kNoNode;
+        int64_t deadline_ms = 0;
+    };
+    std::vector<PendingTransfer> transfers_;  // at most kTransfersWaitingMax
     // The (latest, applied) configurations the peer list was last built from; nullopt: not yet.
     std::optional<std::pair<raft::ConfState, raft::ConfState>> peers_source_;
 

@@ -177,6 +177,8 @@ std::optional<std::string> Replica::request_refusal(net::ConnectionId conn,
             return root_only("list every session");
         case B::kChangeMember:
             return root_only("change the cluster's members");
+        case B::kTransferLeadership:
+            return root_only("transfer leadership");
         case B::kListUsers:
             return root_only("list users");
         case B::kListRoles:

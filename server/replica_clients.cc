@@ -129,7 +129,11 @@ void Replica::on_client_request(net::ConnectionId id, proto::Request&& request) 
             answer_local(id, request);
             break;
         case RequestKind::kMembership:
-            change_member(id, request);
+            if (request.has_transfer_leadership()) {
+                transfer_leadership(id, request);
+            } else {
+                change_member(id, request);
+            }
             break;
         case RequestKind::kAuthenticate:
             authenticate(client, request);

@@ -19,6 +19,10 @@ namespace raftlock::server {
 
 namespace {
 
+// Leadership transfers waiting for their answer on one node: a bound on what clients can make it
+// hold (each is a few words), far above what operators ask for.
+constexpr size_t kTransfersWaitingMax = 64;
+
 bool is_member(const raft::ConfState& conf, raft::NodeId id) {
     return raft::is_voter(conf, id) || raft::is_learner(conf, id);
 }
@@ -113,6 +117,66 @@ void Replica::change_member(net::ConnectionId conn, const proto::Request& reques
                                                                                : "learner",
                  change->node_id, change->address.empty() ? "" : " at " + change->address);
     schedule_flush();
+}
+
+void Replica::transfer_leadership(net::ConnectionId conn, const proto::Request& request) {
+    const ClientRef client{conn, request.request_id()};
+    const raft::NodeId to = request.transfer_leadership().node_id();
+    const raft::ConfState& conf = raw_->conf_state();
+    if (!raft::is_voter(conf, to)) {
+        respond_error(client, proto::BAD_ARGUMENTS,
+                      fmt::format("node {} is not a voter, so it cannot lead (members: {})", to,
+                                  raft::to_string(conf)));
+        return;
+    }
+    if (soft_.leader == to) {
+        proto::Response response;
+        response.set_code(proto::OK);
+        respond(client, response);  // (leader_hint says who leads)
+        return;
+    }
+    if (soft_.leader == raft::kNoNode) {
+        respond_error(client, proto::UNAVAILABLE, "no leader is known to hand leadership over");
+        return;
+    }
+    if (transfers_.size() >= kTransfersWaitingMax) {
+        respond_error(client, proto::UNAVAILABLE,
+                      fmt::format("{} leadership transfers already wait on this node; retry",
+                                  transfers_.size()));
+        return;
+    }
+    RL_ASSERT(to != raft::kNoNode && to != soft_.leader);
+    // The leader gives an attempt up after an election timeout (and takes proposals again); the
+    // second one is for the request to reach it and the news of a new leader to come back.
+    const int64_t wait_ms =
+        std::min<int64_t>(2 * int64_t{config_.election_timeout_ms}, config_.request_timeout_ms);
+    transfers_.push_back(PendingTransfer{client, to, clock_.steady_ms() + wait_ms});
+    spdlog::info("leadership transfer to node {} asked (node {} leads)", to, soft_.leader);
+    raw_->transfer_leadership(to);
+    schedule_flush();
+}
+
+void Replica::settle_transfers(int64_t now_ms) {
+    std::erase_if(transfers_, [&](const PendingTransfer& t) {
+        if (soft_.leader == t.to) {
+            proto::Response response;
+            response.set_code(proto::OK);
+            respond(t.client, response);
+            return true;
+        }
+        if (t.deadline_ms <= now_ms) {
+            respond_error(t.client, proto::TIMEOUT,
+                          fmt::format("node {} did not take leadership in time (behind, or "
+                                      "unreachable?); {}",
+                                      t.to,
+                                      soft_.leader == raft::kNoNode
+                                          ? std::string("no leader is known now")
+                                          : fmt::format("node {} leads", soft_.leader)));
+            return true;
+        }
+        return false;
+    });
+    RL_ASSERT(transfers_.size() <= kTransfersWaitingMax);
 }
 
 // Called for every applied configuration entry, in log order.

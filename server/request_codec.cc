@@ -46,6 +46,7 @@ RequestKind kind_of(const proto::Request& request) {
         case B::kListRoles:
             return RequestKind::kRead;
         case B::kChangeMember:
+        case B::kTransferLeadership:
             return RequestKind::kMembership;
         case B::kKeepAlive:
             return RequestKind::kKeepAlive;

@@ -20,7 +20,7 @@ enum class RequestKind : uint8_t {
     kRead,          // served after a ReadIndex round (get, exists, children, describe, list...)
     kKeepAlive,     // session liveness (leader in memory, confirmed by ReadIndex)
     kLocal,         // answered by this node at once (persistent watches, node status)
-    kMembership,    // a configuration change (leader only)
+    kMembership,    // a configuration change (leader only), a leadership transfer
     kAuthenticate,  // a step of this connection's login (SCRAM), answered at once
     kInvalid,       // no body: BAD_REQUEST
 };

@@ -57,6 +57,58 @@ TEST_CASE("the CLI acquires, describes and releases a lock across processes",
     CHECK(status.dump().find("leader") != std::string::npos);
 }
 
+TEST_CASE("member transfer hands leadership to the voter named, through any node",
+          "[integration][cli][membership]") {
+    ProcessCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    REQUIRE(leader != 0);
+    const uint64_t target = leader % 3 + 1;
+    const uint64_t third = target % 3 + 1;
+    REQUIRE(third != leader);
+    const nlohmann::json moved = run_json(c, {"member", "transfer", std::to_string(target)});
+    CHECK(moved["leader"].get<uint64_t>() == target);
+
+    // Back to the first leader, asked of the third node, which is neither: its core passes the
+    // request on to the leader. The node that answered saw the new leader lead; the new leader
+    // says so itself (the old one may not have heard yet, so no node is asked who leads).
+    client::ClientOptions o;
+    o.endpoints = *client::parse_endpoints(c.client_endpoint(third));
+    client::Client on_third(o);
+    const auto role_of = [&](uint64_t node) {
+        auto endpoint = client::parse_endpoints(c.client_endpoint(node));
+        REQUIRE(endpoint.ok());
+        auto status = on_third.node_status(endpoint->front());
+        REQUIRE(status.ok());
+        return status->role;
+    };
+    CHECK(role_of(target) == "leader");
+    auto back = on_third.transfer_leadership(leader);
+    INFO((back.ok() ? std::string() : back.error().message));
+    REQUIRE(back.ok());
+    CHECK(*back == leader);
+    CHECK(role_of(leader) == "leader");
+
+    // To the leader itself: answered at once. To a node that is not a voter: refused.
+    CHECK(run_json(c, {"member", "transfer", std::to_string(leader)})["leader"] == leader);
+    const nlohmann::json refused = run_json(c, {"member", "transfer", "9"}, 1);
+    CHECK(refused["error"] == "bad_arguments");
+    // The cluster takes writes under its new leader.
+    const nlohmann::json held = run_json(c, {"acquire", "after-transfer", "--ttl", "30s"});
+    CHECK(held["token"].get<uint64_t>() > 0);
+
+    // To a voter that is down: the attempt is given up, the leader stays and takes writes.
+    c.kill(third);
+    client::ClientOptions quick;
+    quick.endpoints = *client::parse_endpoints(c.client_endpoint(leader));
+    quick.request_timeout = 3000ms;  // (the server answers after two election timeouts: 2 s)
+    client::Client on_leader(quick);
+    auto stuck = on_leader.transfer_leadership(third);
+    REQUIRE(!stuck.ok());
+    CHECK(stuck.error().message.find("did not take leadership") != std::string::npos);
+    CHECK(role_of(leader) == "leader");
+    CHECK(run_json(c, {"acquire", "after-failed-transfer", "--ttl", "30s"})["token"] > 0);
+}
+
 TEST_CASE("lock -- CMD stops its command when the session is lost while the CLI was paused",
           "[integration][cli]") {
     ProcessCluster c;
