@@ -110,6 +110,19 @@ public:
         connect_next();
     }
 
+    bool fail_over_if_silent_since(SteadyTime since, const std::string& why) {
+        if (!connected_ || last_heard_ >= since) {
+            return false;  // not this connection's silence, or the node spoke since
+        }
+        RL_ASSERT(conn_ != nullptr);
+        failover(fmt::format(
+            "{} sent nothing for {} ms: {}", to_string(conn_->endpoint()),
+            std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - last_heard_)
+                .count(),
+            why));
+        return true;
+    }
+
 private:
     struct TimerSlot {
         std::unique_ptr<asio::steady_timer> timer;
@@ -157,8 +170,9 @@ private:
     std::shared_ptr<Connection> conn_;
     uint64_t generation_ = 0;  // tells a current connection's callbacks from an old one's
     bool connected_ = false;
-    size_t cursor_ = 0;   // the endpoint to try next
-    size_t current_ = 0;  // the endpoint of conn_
+    SteadyTime last_heard_{};  // when conn_ connected or last delivered a message
+    size_t cursor_ = 0;        // the endpoint to try next
+    size_t current_ = 0;       // the endpoint of conn_
     size_t attempts_in_round_ = 0;
     size_t refusals_in_round_ = 0;
     uint32_t rounds_since_healthy_ = 0;
@@ -210,6 +224,7 @@ void Core::Impl::on_connected(uint64_t generation) {
         return;
     }
     connected_ = true;
+    last_heard_ = SteadyClock::now();
     // Ascending ids: a session's writes go out in seq order.
     for (uint64_t id : table_.unsent_ids()) {
         send(*table_.find(id));
@@ -224,6 +239,7 @@ void Core::Impl::on_message(uint64_t generation, proto::ServerMessage&& message)
     if (generation != generation_) {
         return;
     }
+    last_heard_ = SteadyClock::now();
     switch (message.body_case()) {
         case proto::ServerMessage::kResponse:
             on_response(std::move(*message.mutable_response()));
@@ -565,6 +581,10 @@ void Core::cancel_timer(TimerId id) {
 }
 void Core::ensure_connection() {
     impl_->ensure_connection();
+}
+
+bool Core::fail_over_if_silent_since(SteadyTime since, const std::string& why) {
+    return impl_->fail_over_if_silent_since(since, why);
 }
 
 }  // namespace raftlock::client

@@ -60,6 +60,11 @@ public:
     void cancel_timer(TimerId id);
     // Called when wants_connection() may have turned true.
     void ensure_connection();
+    // Moves to the next node, as after a broken connection (what was in flight goes out again
+    // there), when the connection of the moment has delivered nothing since `since` (it connected
+    // before then): a node that stopped (SIGSTOP, a hung host) keeps its TCP connection open and
+    // would otherwise hold every request until its deadline. False when it stays.
+    bool fail_over_if_silent_since(SteadyTime since, const std::string& why);
     SteadyTime now() const { return SteadyClock::now(); }
     const ClientOptions& options() const { return options_; }
 

@@ -218,6 +218,14 @@ void SessionKeeper::on_keepalive_answer(SessionId id,
         end(SessionLoss::kExpired, true);
         return;
     }
+    // An automatic keepalive unanswered for a keepalive interval, on a connection that said
+    // nothing since it was sent: the node is stopped or cut off. Waiting for the request timeout
+    // there would outlast a short session; the next node gets the next keepalive at once (on
+    // connecting), well before safe-until (an interval before it, with the default margin).
+    if (automatic && code == ErrorCode::kTimeout) {
+        core_.fail_over_if_silent_since(submitted, "a keepalive went unanswered");
+        return;
+    }
     if (code != ErrorCode::kOk || !state_->safe) {
         return;
     }
