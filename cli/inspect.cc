@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include <fmt/chrono.h>
+
 #include "cli/common.h"
 #include "client/duration.h"
 
@@ -12,13 +14,49 @@ namespace {
 
 // --- describe, locks ----------------------------------------------------------------------------
 
+// Cluster time is milliseconds since the Unix epoch by the leaders' clocks, carried in the log and
+// never going back (docs/statemachine.md); the answer's now_ms is that of the last entry applied,
+// which stands still while the cluster is idle. This machine's clock says how long ago a time of
+// the cluster's was in wall time (its offset from the leaders' clocks included).
+int64_t wall_now_ms() {
+    return std::chrono::duration_cast<milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// "2026-12-01T22:10:03.123Z"
+std::string utc_time(int64_t epoch_ms) {
+    const std::chrono::sys_time<milliseconds> t{milliseconds(epoch_ms)};
+    const auto seconds = std::chrono::floor<std::chrono::seconds>(t);
+    return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:03}Z", seconds, (t - seconds).count());
+}
+
+// A span for people: "850ms", "5.0s", "2m05s", "1h00m07s".
+std::string span(int64_t ms) {
+    if (ms < 1000) {
+        return fmt::format("{}ms", std::max<int64_t>(ms, 0));
+    }
+    if (ms < 60'000) {
+        return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000);
+    }
+    const int64_t s = ms / 1000;
+    if (s < 3600) {
+        return fmt::format("{}m{:02}s", s / 60, s % 60);
+    }
+    return fmt::format("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60);
+}
+
 json lock_info_json(const client::LockInfo& info) {
+    const int64_t wall_ms = wall_now_ms();
     json holders = json::array();
     for (const client::LockHolder& h : info.holders) {
         holders.push_back(json{{"session", h.session},
                                {"owner", h.owner_tag},
                                {"token", h.token},
                                {"since_ms", h.since_ms},
+                               {"since", utc_time(h.since_ms)},
+                               {"held_ms", info.now_ms - h.since_ms},
+                               {"held_wall_ms", wall_ms - h.since_ms},
                                {"count", h.count}});
     }
     json waiters = json::array();
@@ -45,20 +83,21 @@ std::string lock_info_text(const client::LockInfo& info) {
     out += info.semaphore ? fmt::format("kind     semaphore of {} permits\n", info.permits)
                           : fmt::format("kind     {}\n", client::to_string(info.mode));
     out += fmt::format("holders  {}\n", info.holders.size());
+    const int64_t wall_ms = wall_now_ms();
     for (const client::LockHolder& h : info.holders) {
-        out += fmt::format("  session {}  owner '{}'  token {}  count {}  held {}\n", h.session,
-                           h.owner_tag, h.token, h.count,
-                           client::format_duration(milliseconds(info.now_ms - h.since_ms)));
+        out += fmt::format(
+            "  session {}  owner '{}'  token {}  count {}  held {} (cluster time), since {}, {} "
+            "ago by this machine's clock\n",
+            h.session, h.owner_tag, h.token, h.count, span(info.now_ms - h.since_ms),
+            utc_time(h.since_ms), span(wall_ms - h.since_ms));
     }
     out += fmt::format("waiters  {}\n", info.waiters.size());
     for (const client::LockWaiter& w : info.waiters) {
         out += fmt::format("  session {}  owner '{}'  {}  waiting {}\n", w.session, w.owner_tag,
-                           client::to_string(w.mode),
-                           client::format_duration(milliseconds(info.now_ms - w.enqueued_ms)));
+                           client::to_string(w.mode), span(info.now_ms - w.enqueued_ms));
     }
     if (info.free_at_ms > info.now_ms) {
-        out += fmt::format("delay    free in {}\n",
-                           client::format_duration(milliseconds(info.free_at_ms - info.now_ms)));
+        out += fmt::format("delay    free in {}\n", span(info.free_at_ms - info.now_ms));
     }
     return out;
 }

@@ -139,6 +139,50 @@ TEST_CASE("acquire prints session and token and leaves the session open", "[cli]
     CHECK(acquires[0].seq() == 1);
 }
 
+TEST_CASE("describe shows how long a lock is held by cluster time and by the wall clock",
+          "[cli][describe]") {
+    // Granted an hour ago by this machine's clock; the cluster's last applied entry came 5 s
+    // after the grant (an idle cluster's time stands still between entries).
+    const int64_t wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    const int64_t since_ms = wall_ms - 3'600'000;
+    FakeServer server;
+    server.set_handler([&](FakeServer& s, uint64_t conn, const proto::Request& request) {
+        proto::Response response = FakeServer::ok_response(request);
+        if (request.has_describe_lock()) {
+            proto::LockInfo* info = response.mutable_lock_info();
+            info->set_name(request.describe_lock().name());
+            info->set_now_ms(since_ms + 5000);
+            proto::Holder* holder = info->add_holders();
+            holder->set_session(9);
+            holder->set_token(4);
+            holder->set_since_ms(since_ms);
+            holder->set_count(1);
+        }
+        s.reply(conn, response);
+    });
+    auto run = run_cli({server.endpoint()}, {"--output", "json", "describe", "jobs"});
+    REQUIRE(run.exit_code == 0);
+    const auto printed = nlohmann::json::parse(run.out);
+    INFO(run.out);
+    REQUIRE(printed["holders"].size() == 1);
+    const auto& holder = printed["holders"][0];
+    CHECK(holder["held_ms"] == 5000);
+    CHECK(holder["held_wall_ms"].get<int64_t>() >= 3'600'000);
+    CHECK(holder["held_wall_ms"].get<int64_t>() < 3'660'000);
+    const std::string since = holder["since"].get<std::string>();
+    CHECK(since.size() == std::string("2026-12-01T22:10:03.123Z").size());
+    CHECK(since.back() == 'Z');
+    auto text = run_cli({server.endpoint()}, {"describe", "jobs"});
+    REQUIRE(text.exit_code == 0);
+    INFO(text.out);
+    CHECK(text.out.find("held 5.0s (cluster time), since " + since.substr(0, 16)) !=
+          std::string::npos);
+    CHECK(text.out.find(", 1h00m") != std::string::npos);
+    CHECK(text.out.find("ago by this machine's clock") != std::string::npos);
+}
+
 TEST_CASE("a busy lock exits 1 and closes the session it opened", "[cli][acquire]") {
     FakeServer server;
     server.set_handler([](FakeServer& s, uint64_t conn, const proto::Request& request) {
