@@ -525,10 +525,17 @@ void Replica::expire_requests() {
 void Replica::shut_down() {
     shutting_down_ = true;
     if (member_change_) {
-        respond_error(member_change_->client, proto::SHUTTING_DOWN,
-                      "shutting down before the membership change was committed; it may still be");
+        member_change_error(member_change_->origin, proto::SHUTTING_DOWN,
+                            "shutting down before the membership change was committed; it may "
+                            "still be");
         member_change_.reset();
     }
+    for (auto& [tag, forward] : member_forwards_) {
+        respond_error(forward.client, proto::SHUTTING_DOWN,
+                      "shutting down before the leader answered the membership change; it may "
+                      "still be made");
+    }
+    member_forwards_.clear();
     for (auto& [key, pending] : pending_writes_) {
         respond_error(ClientRef{pending.conn, pending.request_id}, proto::SHUTTING_DOWN);
     }

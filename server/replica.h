@@ -256,9 +256,16 @@ private:
                    redis_reads.empty() && sql_reads.empty();
         }
     };
+    // Who asked for a membership change: a client of this node, or (peer != 0) a follower's
+    // client, answered through that follower (ForwardMemberReply with `tag`).
+    struct MemberOrigin {
+        ClientRef client;
+        uint64_t peer = 0;
+        uint64_t tag = 0;
+    };
     // A membership change proposed by this leader, answered when its entry applies.
     struct PendingMemberChange {
-        ClientRef client;
+        MemberOrigin origin;
         raft::Index index = 0;
         raft::Term term = 0;
         int64_t deadline_ms = 0;
@@ -410,7 +417,13 @@ private:
     void sql_resolve_after_restore();
     void propose_unanswered(statemachine::Command command);
     // replica_members.cc: membership changes and the peer list.
+    // ChangeMember from a client: proposed here on the leader, forwarded by a follower.
     void change_member(net::ConnectionId conn, const proto::Request& request);
+    void propose_member_change(const MemberOrigin& origin, const proto::ChangeMember& request);
+    void answer_member_change(const MemberOrigin& origin, proto::Response& response);
+    void member_change_error(const MemberOrigin& origin, proto::Code code, std::string message);
+    void handle_forward_member_change(uint64_t from, const proto::ForwardMemberChange& forward);
+    void handle_forward_member_reply(const proto::ForwardMemberReply& reply);
     void on_conf_applied(const raft::Entry& entry, const raft::ConfState& conf);
     void settle_member_change(const raft::Entry& entry, const raft::ConfState* conf);
     void expire_member_change(int64_t now_ms);
@@ -495,6 +508,11 @@ private:
     uint64_t next_tag_ = 0;
     bool removed_ = false;
     std::optional<PendingMemberChange> member_change_;
+    struct MemberForward {
+        ClientRef client;
+        int64_t deadline_ms = 0;
+    };
+    std::map<uint64_t, MemberForward> member_forwards_;  // by tag; at most kMemberForwardsMax
     struct PendingTransfer {
         ClientRef client;
         raft::NodeId to = raft::kNoNode;

@@ -22,6 +22,8 @@ namespace {
 // Leadership transfers waiting for their answer on one node: a bound on what clients can make it
 // hold (each is a few words), far above what operators ask for.
 constexpr size_t kTransfersWaitingMax = 64;
+// Membership changes a follower relays and waits for: the same kind of bound.
+constexpr size_t kMemberForwardsMax = 64;
 
 bool is_member(const raft::ConfState& conf, raft::NodeId id) {
     return raft::is_voter(conf, id) || raft::is_learner(conf, id);
@@ -64,58 +66,121 @@ Result<raft::ConfChange, std::string> to_conf_change(const proto::ChangeMember& 
 
 void Replica::change_member(net::ConnectionId conn, const proto::Request& request) {
     const ClientRef client{conn, request.request_id()};
-    Result<raft::ConfChange, std::string> change = to_conf_change(request.change_member());
+    if (is_leader() || soft_.leader == raft::kNoNode) {
+        propose_member_change(MemberOrigin{client}, request.change_member());
+        return;
+    }
+    // A follower hands it to the leader and relays the answer (or answers TIMEOUT itself).
+    if (member_forwards_.size() >= kMemberForwardsMax) {
+        respond_error(client, proto::UNAVAILABLE,
+                      fmt::format("{} membership changes already wait for the leader here; retry",
+                                  member_forwards_.size()));
+        return;
+    }
+    const uint64_t tag = ++next_tag_;
+    member_forwards_.emplace(
+        tag, MemberForward{client, clock_.steady_ms() + config_.request_timeout_ms});
+    proto::PeerFrame frame;
+    proto::ForwardMemberChange* forward = frame.mutable_forward_member_change();
+    forward->set_tag(tag);
+    *forward->mutable_change() = request.change_member();
+    peers_.send(soft_.leader, frame);
+}
+
+void Replica::handle_forward_member_change(uint64_t from,
+                                           const proto::ForwardMemberChange& forward) {
+    RL_ASSERT(from != config_.node_id);
+    propose_member_change(MemberOrigin{ClientRef{}, from, forward.tag()}, forward.change());
+}
+
+void Replica::handle_forward_member_reply(const proto::ForwardMemberReply& reply) {
+    auto it = member_forwards_.find(reply.tag());
+    if (it == member_forwards_.end()) {
+        return;  // answered TIMEOUT already
+    }
+    const ClientRef client = it->second.client;
+    member_forwards_.erase(it);
+    proto::Response response = reply.response();
+    respond(client, response);
+}
+
+void Replica::answer_member_change(const MemberOrigin& origin, proto::Response& response) {
+    if (origin.peer == 0) {
+        respond(origin.client, response);
+        return;
+    }
+    proto::PeerFrame frame;
+    proto::ForwardMemberReply* reply = frame.mutable_forward_member_reply();
+    reply->set_tag(origin.tag);
+    *reply->mutable_response() = std::move(response);
+    peers_.send(origin.peer, frame);
+}
+
+void Replica::member_change_error(const MemberOrigin& origin,
+                                  proto::Code code,
+                                  std::string message) {
+    RL_ASSERT(code != proto::OK);
+    proto::Response response;
+    response.set_code(code);
+    response.set_message(std::move(message));
+    answer_member_change(origin, response);
+}
+
+void Replica::propose_member_change(const MemberOrigin& origin,
+                                    const proto::ChangeMember& request) {
+    Result<raft::ConfChange, std::string> change = to_conf_change(request);
     if (!change.ok()) {
-        respond_error(client, proto::BAD_ARGUMENTS, change.error());
+        member_change_error(origin, proto::BAD_ARGUMENTS, change.error());
         return;
     }
     if (!is_leader()) {
-        // UNAVAILABLE makes the client try the next node; the leader hint tells a person which.
-        respond_error(
-            client, proto::UNAVAILABLE,
-            soft_.leader == raft::kNoNode
-                ? "no leader is known to take the membership change; retry"
-                : fmt::format("membership changes go to the leader, node {}", soft_.leader));
+        // UNAVAILABLE makes the client try the next node.
+        member_change_error(origin, proto::UNAVAILABLE,
+                            soft_.leader == raft::kNoNode
+                                ? "no leader is known to take the membership change; retry"
+                                : fmt::format("node {} is not the leader (node {} is)",
+                                              config_.node_id, soft_.leader));
         return;
     }
     const raft::ConfState& conf = raw_->conf_state();
     if (change->type != raft::ConfChangeType::kRemoveNode && change->address.empty() &&
         !is_member(conf, change->node_id)) {
-        respond_error(client, proto::BAD_ARGUMENTS,
-                      fmt::format("node {} is new: its address (HOST:PORT of its Raft port) is "
-                                  "needed",
-                                  change->node_id));
+        member_change_error(origin, proto::BAD_ARGUMENTS,
+                            fmt::format("node {} is new: its address (HOST:PORT of its Raft "
+                                        "port) is needed",
+                                        change->node_id));
         return;
     }
     // Checked here too, so a change that makes no sense is told so even while the core would
     // refuse any change for now.
     if (auto next = raft::apply_conf_change(conf, *change); !next.ok()) {
-        respond_error(client, proto::BAD_ARGUMENTS,
-                      fmt::format("node {}: {}", change->node_id, next.error().message));
+        member_change_error(origin, proto::BAD_ARGUMENTS,
+                            fmt::format("node {}: {}", change->node_id, next.error().message));
         return;
     }
     if (member_change_) {
-        respond_error(client, proto::CHANGE_IN_PROGRESS);
+        member_change_error(origin, proto::CHANGE_IN_PROGRESS, {});
         return;
     }
     const raft::Status status = raw_->propose_conf_change(*change);
     if (!status.ok()) {
         const bool busy = status.code() == raft::ErrorCode::kConfChangeRejected;
         const bool dropped = status.code() == raft::ErrorCode::kProposalDropped;
-        respond_error(client,
-                      busy      ? proto::CHANGE_IN_PROGRESS
-                      : dropped ? proto::UNAVAILABLE
-                                : proto::BAD_ARGUMENTS,
-                      status.message());
+        member_change_error(origin,
+                            busy      ? proto::CHANGE_IN_PROGRESS
+                            : dropped ? proto::UNAVAILABLE
+                                      : proto::BAD_ARGUMENTS,
+                            status.message());
         return;
     }
-    member_change_ = PendingMemberChange{client, raw_->last_index(), raw_->term(),
+    member_change_ = PendingMemberChange{origin, raw_->last_index(), raw_->term(),
                                          clock_.steady_ms() + config_.request_timeout_ms};
-    spdlog::info("membership change proposed at index {}: {} node {}{}", member_change_->index,
-                 request.change_member().kind() == proto::ChangeMember::REMOVE ? "remove"
-                 : change->type == raft::ConfChangeType::kAddVoter             ? "voter"
-                                                                               : "learner",
-                 change->node_id, change->address.empty() ? "" : " at " + change->address);
+    spdlog::info("membership change proposed at index {}: {} node {}{}{}", member_change_->index,
+                 request.kind() == proto::ChangeMember::REMOVE     ? "remove"
+                 : change->type == raft::ConfChangeType::kAddVoter ? "voter"
+                                                                   : "learner",
+                 change->node_id, change->address.empty() ? "" : " at " + change->address,
+                 origin.peer == 0 ? "" : fmt::format(" (forwarded by node {})", origin.peer));
     schedule_flush();
 }
 
@@ -203,22 +268,33 @@ void Replica::settle_member_change(const raft::Entry& entry, const raft::ConfSta
     const PendingMemberChange pending = *member_change_;
     member_change_.reset();
     if (entry.term != pending.term || conf == nullptr) {
-        respond_error(pending.client, proto::UNAVAILABLE,
-                      "the membership change was lost in a leader change; nothing was done");
+        member_change_error(pending.origin, proto::UNAVAILABLE,
+                            "the membership change was lost in a leader change; nothing was done");
         return;
     }
     proto::Response response;
     response.set_code(proto::OK);
     fill_members(*conf, *response.mutable_members());
-    respond(pending.client, response);
+    answer_member_change(pending.origin, response);
 }
 
 void Replica::expire_member_change(int64_t now_ms) {
+    static constexpr const char* kMayStillBe =
+        "the membership change was not committed in time; it may still be: `raftlock member "
+        "list` tells";
     if (member_change_ && member_change_->deadline_ms <= now_ms) {
-        respond_error(member_change_->client, proto::TIMEOUT,
-                      "the membership change was not committed in time; it may still be: "
-                      "`raftlock member list` tells");
+        member_change_error(member_change_->origin, proto::TIMEOUT, kMayStillBe);
         member_change_.reset();
+    }
+    // A follower's: the leader's answer did not come (lost with the leader, or the leader's own
+    // deadline is about to answer it: the client hears the same either way).
+    for (auto it = member_forwards_.begin(); it != member_forwards_.end();) {
+        if (it->second.deadline_ms > now_ms) {
+            ++it;
+            continue;
+        }
+        respond_error(it->second.client, proto::TIMEOUT, kMayStillBe);
+        it = member_forwards_.erase(it);
     }
 }
 

@@ -28,6 +28,12 @@ void Replica::on_peer_frame(uint64_t from, proto::PeerFrame&& frame) {
         case proto::PeerFrame::kForwardReply:
             handle_forward_reply(frame.forward_reply());
             break;
+        case proto::PeerFrame::kForwardMemberChange:
+            handle_forward_member_change(from, frame.forward_member_change());
+            break;
+        case proto::PeerFrame::kForwardMemberReply:
+            handle_forward_member_reply(frame.forward_member_reply());
+            break;
         default:
             drop_peer_message(from, raft::MessageFault::kMalformed,
                               fmt::format("unexpected peer frame (body case {})",

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "client/client.h"
 #include "process_cluster.h"
@@ -69,8 +70,8 @@ TEST_CASE("a node added after compaction catches up from a snapshot; a removed n
     CHECK(c.log_of(leader).find("removed from the cluster") != std::string::npos);
 
     // The others elect a leader and keep serving, the new node included. The new node may be
-    // the leader now: a membership change must reach the leader (followers do not forward it),
-    // so from here on the client knows every node.
+    // the leader now, and the first client knows only nodes 1 to 3: from here on a client that
+    // knows every node.
     rc::ClientOptions all;
     all.endpoints = *rc::parse_endpoints(c.endpoints());
     rc::Client client_all(all);
@@ -84,6 +85,37 @@ TEST_CASE("a node added after compaction catches up from a snapshot; a removed n
     REQUIRE_FALSE(again.ok());
     CHECK(again.error().code == rc::ErrorCode::kBadArguments);
     CHECK(again.error().message.find("already a voter") != std::string::npos);
+}
+
+TEST_CASE("a membership change sent to a follower is made by the leader and answered there",
+          "[integration][membership]") {
+    ProcessCluster c(3);
+    const uint64_t leader = c.wait_for_leader();
+    REQUIRE(leader != 0);
+    const uint64_t follower = leader % 3 + 1;
+    // A client that knows only the follower, so it cannot move on to the leader.
+    rc::ClientOptions o;
+    o.endpoints = *rc::parse_endpoints(c.client_endpoint(follower));
+    rc::Client client(o);
+
+    const uint64_t added = c.add_node();
+    const std::string address = "127.0.0.1:" + std::to_string(c.ports(added).raft);
+    auto members = client.change_member(rc::MemberChange::kAddLearner, added, address);
+    INFO((members.ok() ? std::string() : members.error().message));
+    REQUIRE(members.ok());
+    CHECK(ids_of(*members) == std::vector<uint64_t>{1, 2, 3, added});
+    CHECK(members->back().learner);
+    CHECK(c.log_of(leader).find(fmt::format("(forwarded by node {})", follower)) !=
+          std::string::npos);
+    // The leader's refusal comes back through the follower with its reason.
+    auto twice = client.change_member(rc::MemberChange::kAddLearner, added, address);
+    REQUIRE_FALSE(twice.ok());
+    CHECK(twice.error().code == rc::ErrorCode::kBadArguments);
+    CHECK(twice.error().message.find("already a learner") != std::string::npos);
+    auto removed = client.change_member(rc::MemberChange::kRemove, added);
+    REQUIRE(removed.ok());
+    CHECK(ids_of(*removed) == std::vector<uint64_t>{1, 2, 3});
+    CHECK(c.wait_exit(added, 10000) == 0);
 }
 
 }  // namespace

@@ -71,17 +71,21 @@ TEST_CASE("a node joins and serves; a removed leader and a removed follower stop
     c.add_node(4);
     const uint64_t follower = c.follower();
     c.connect(follower, 2);
-    auto refused = c.call(follower, 2, change(2, proto::ChangeMember::ADD_VOTER, 4, "h4:7004"));
-    REQUIRE(refused.has_value());
-    CHECK(refused->code() == proto::UNAVAILABLE);  // the client moves on to the leader
-    CHECK(refused->leader_hint() == leader);
-
-    auto added = c.call(leader, 1, change(3, proto::ChangeMember::ADD_VOTER, 4, "127.0.0.1:7004"));
+    // Asked of a follower: it forwards the change to the leader and relays the answer.
+    auto added =
+        c.call(follower, 2, change(2, proto::ChangeMember::ADD_VOTER, 4, "127.0.0.1:7004"));
     REQUIRE(added.has_value());
     REQUIRE(added->code() == proto::OK);
+    CHECK(added->node_id() == follower);
+    CHECK(added->leader_hint() == leader);
     CHECK(ids(added->members()) == std::vector<uint64_t>{1, 2, 3, 4});
     CHECK(added->members().members(3).address() == "127.0.0.1:7004");
     CHECK_FALSE(added->members().members(3).learner());
+    // The leader's refusal comes back the same way.
+    auto again = c.call(follower, 2, change(3, proto::ChangeMember::ADD_VOTER, 4, "h4:7004"));
+    REQUIRE(again.has_value());
+    CHECK(again->code() == proto::BAD_ARGUMENTS);
+    CHECK(again->message().find("already a voter") != std::string::npos);
 
     // The new node has the log from the start (the founding configuration included) and
     // serves linearizable reads.
