@@ -100,6 +100,9 @@ constexpr CounterInfo kCounters[] = {
      &Metrics::client_errors_total},
     {"read_index_requests_total", "Linearizable reads served through ReadIndex.",
      &Metrics::read_index_requests_total},
+    {"read_index_retries_total",
+     "ReadIndex rounds asked again after an election timeout without an answer.",
+     &Metrics::read_index_retries_total},
     {"local_reads_total",
      "Reads served from this node's applied state without a ReadIndex round (the ZooKeeper "
      "port's --zk-reads local).",

@@ -56,6 +56,7 @@ public:
     uint64_t client_requests_total = 0;
     uint64_t client_errors_total = 0;  // responses with a code other than OK
     uint64_t read_index_requests_total = 0;
+    uint64_t read_index_retries_total = 0;
     uint64_t local_reads_total = 0;  // served from this node's state (--zk-reads local)
     uint64_t redis_scripts_over_budget_total = 0;   // stopped by --script-instructions-max
     uint64_t sql_statements_over_budget_total = 0;  // stopped by --sql-rows-max

@@ -164,7 +164,9 @@ void Replica::flush() {
     }
     if (!next_batch_.empty()) {
         const uint64_t round = ++next_tag_;
-        next_batch_.deadline_ms = clock_.steady_ms() + config_.request_timeout_ms;
+        next_batch_.asked_ms = clock_.steady_ms();
+        next_batch_.deadline_ms = next_batch_.asked_ms + config_.request_timeout_ms;
+        next_batch_.term = raw_->term();
         reads_in_flight_.emplace(round, std::move(next_batch_));
         next_batch_ = ReadBatch{};
         raw_->read_index(read_context(round));
@@ -300,6 +302,26 @@ std::optional<uint64_t> Replica::read_round(std::string_view context) {
         return std::nullopt;  // not one of this node's rounds
     }
     return round;
+}
+
+void Replica::ask_lost_reads_again(int64_t now_ms) {
+    if (soft_.leader == raft::kNoNode) {
+        return;  // asked again when one is known (resubmit_after_leader_change)
+    }
+    for (auto& [round, batch] : reads_in_flight_) {
+        if (now_ms - batch.asked_ms < int64_t{config_.election_timeout_ms}) {
+            continue;
+        }
+        // Keepalives are confirmed only by a round of the leadership that recorded them: this
+        // node's, in the same term (a term has one leader, so it never lost it meanwhile).
+        const bool holds_keepalives = !batch.keepalives.empty() || !batch.forwarded.empty();
+        if (holds_keepalives && !(is_leader() && raw_->term() == batch.term)) {
+            continue;
+        }
+        batch.asked_ms = now_ms;
+        raw_->read_index(read_context(round));
+        ++metrics_.read_index_retries_total;
+    }
 }
 
 void Replica::serve_confirmed_reads() {
@@ -510,6 +532,7 @@ void Replica::expire_requests() {
         }
     }
     serve_confirmed_reads();  // (what waited for a round that timed out)
+    ask_lost_reads_again(now_ms);
     for (auto it = keepalive_forwards_.begin(); it != keepalive_forwards_.end();) {
         if (it->second.deadline_ms > now_ms) {
             ++it;

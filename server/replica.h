@@ -251,6 +251,8 @@ private:
         // (client, (session, statement)): request_id is the statement's seq.
         std::vector<std::pair<ClientRef, std::pair<uint64_t, sql::StatementRequest>>> sql_reads;
         int64_t deadline_ms = 0;
+        int64_t asked_ms = 0;  // when its round was last asked of the core
+        raft::Term term = 0;   // the term it was first asked in
         bool empty() const {
             return reads.empty() && keepalives.empty() && forwarded.empty() &&
                    redis_reads.empty() && sql_reads.empty();
@@ -348,6 +350,10 @@ private:
     // Serves the confirmed batches whose index is applied, oldest round first, up to the first
     // that must wait: for its index, or for an older round still in flight.
     void serve_confirmed_reads();
+    // Asks the core again for the rounds unanswered for an election timeout: a round can be lost
+    // without a leader change (a follower's request or its answer dropped, the leader shedding
+    // reads under load), and later rounds wait for it (serve_confirmed_reads).
+    void ask_lost_reads_again(int64_t now_ms);
     // A ReadIndex round's context, and back (nullopt: not a context this node makes).
     static std::string read_context(uint64_t round);
     static std::optional<uint64_t> read_round(std::string_view context);

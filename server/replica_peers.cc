@@ -282,6 +282,7 @@ void Replica::resubmit_after_leader_change() {
             it = reads_in_flight_.erase(it);
             continue;
         }
+        it->second.asked_ms = clock_.steady_ms();
         raw_->read_index(read_context(it->first));
         ++it;
     }

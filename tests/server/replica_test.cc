@@ -167,6 +167,49 @@ TEST_CASE("a write forwarded on a link that then fails is forwarded again", "[se
     CHECK(created->node().path() == "/lost-once");
 }
 
+TEST_CASE("a read whose ReadIndex request was lost is asked again, and later reads wait for it",
+          "[server][replica][reads]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    c.connect(follower, 1);
+    Client client;
+    const auto exists = [&](const std::string& path) {
+        proto::Request r = client.read();
+        r.mutable_exists()->set_path(path);
+        return r;
+    };
+    c.break_link(follower, leader);
+    const proto::Request first = exists("/");
+    c.send(follower, 1, first);
+    c.run_until([] { return false; }, 200);  // its request to the leader is gone with the link
+    CHECK_FALSE(c.take_response(1, first.request_id()).has_value());
+    c.restore_link(follower, leader);
+    // A later read's round is confirmed at once, but it is served only after the first one (a
+    // connection's reads see states in the order it sent them), which is asked again after an
+    // election timeout (100 ms here) instead of waiting out the request timeout (5 s).
+    const proto::Request second = exists("/");
+    c.send(follower, 1, second);
+    std::vector<proto::Response> answers;  // in the order they arrived
+    REQUIRE(c.run_until(
+        [&] {
+            for (const proto::Request* r : {&first, &second}) {
+                const bool answered = std::any_of(answers.begin(), answers.end(), [&](auto& x) {
+                    return x.request_id() == r->request_id();
+                });
+                if (auto response = answered ? std::nullopt : c.take_response(1, r->request_id())) {
+                    answers.push_back(*response);
+                }
+            }
+            return answers.size() == 2;
+        },
+        1000));
+    CHECK(answers[0].request_id() == first.request_id());
+    CHECK(answers[0].code() == proto::OK);
+    CHECK(answers[1].code() == proto::OK);
+    CHECK(answers[0].applied_index() <= answers[1].applied_index());
+}
+
 TEST_CASE("a retried write is applied once and answered with the saved result",
           "[server][replica]") {
     ReplicaCluster c;
