@@ -272,7 +272,7 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
     std::map<std::string, std::string> types = e.types;
     std::map<std::string, std::string> values = e.values;
     CHECK(std::is_sorted(names.begin(), names.end()));
-    CHECK(names.size() == 26 + 1 + 4 + 4);
+    CHECK(names.size() == 27 + 1 + 4 + 4);
     for (const char* counter : {"raftlock_proposals_total",
                                 "raftlock_proposals_dropped_total",
                                 "raftlock_forwarded_writes_total",
@@ -285,6 +285,7 @@ TEST_CASE("the exposition has every metric with HELP and TYPE, sorted by name",
                                 "raftlock_client_requests_total",
                                 "raftlock_client_errors_total",
                                 "raftlock_read_index_requests_total",
+                                "raftlock_read_index_retries_total",
                                 "raftlock_local_reads_total",
                                 "raftlock_watch_events_total",
                                 "raftlock_lock_grants_pushed_total",
