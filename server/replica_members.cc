@@ -78,13 +78,20 @@ void Replica::change_member(net::ConnectionId conn, const proto::Request& reques
         return;
     }
     const uint64_t tag = ++next_tag_;
-    member_forwards_.emplace(
-        tag, MemberForward{client, clock_.steady_ms() + config_.request_timeout_ms});
     proto::PeerFrame frame;
     proto::ForwardMemberChange* forward = frame.mutable_forward_member_change();
     forward->set_tag(tag);
     *forward->mutable_change() = request.change_member();
-    peers_.send(soft_.leader, frame);
+    // (Recorded before it is sent: the answer may come back at once.)
+    member_forwards_.emplace(
+        tag, MemberForward{client, clock_.steady_ms() + config_.request_timeout_ms});
+    if (!peers_.send(soft_.leader, frame)) {
+        // Not sent, so certainly not made: the client may go on to another node at once.
+        member_forwards_.erase(tag);
+        respond_error(
+            client, proto::UNAVAILABLE,
+            fmt::format("the leader, node {}, cannot be reached from here; retry", soft_.leader));
+    }
 }
 
 void Replica::handle_forward_member_change(uint64_t from,
