@@ -128,6 +128,9 @@ function serve(body) {
         onShared: (fn) => listeners.push(fn),
         status: () => null,
     };
+    // The parent gone (failed, or killed at the test's timeout): nothing will read the result,
+    // and a worker left running could go on holding locks.
+    process.on('disconnect', () => process.exit(1));
     process.on('message', (m) => {
         if (m.go) go();
         else if (m.shared !== undefined) listeners.forEach((fn) => fn(m.shared));
