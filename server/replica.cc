@@ -327,9 +327,6 @@ void Replica::ask_lost_reads_again(int64_t now_ms) {
 void Replica::serve_confirmed_reads() {
     while (!reads_confirmed_.empty()) {
         auto it = reads_confirmed_.begin();
-        auto& [index, batch] = it->second;
-        const bool older_in_flight =
-            !reads_in_flight_.empty() && reads_in_flight_.begin()->first < it->first;
 #ifdef RAFTLOCK_SERVER_NEGATIVE_CONTROLS
         if (negative_controls::on(negative_controls::Control::kReadsOutOfOrder)) {
             // Any confirmed batch as soon as its own index is applied, whatever is older (the
@@ -349,6 +346,9 @@ void Replica::serve_confirmed_reads() {
         // its reads here, and must not see a later state than they do. That round is confirmed,
         // or times out (tick), or is dropped with a leader change (it held only keepalives), and
         // each of those runs this again.
+        auto& [index, batch] = it->second;
+        const bool older_in_flight =
+            !reads_in_flight_.empty() && reads_in_flight_.begin()->first < it->first;
         if (index > applied_index_ || older_in_flight) {
             return;
         }

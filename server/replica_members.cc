@@ -202,9 +202,7 @@ void Replica::transfer_leadership(net::ConnectionId conn, const proto::Request& 
         return;
     }
     if (soft_.leader == to) {
-        proto::Response response;
-        response.set_code(proto::OK);
-        respond(client, response);  // (leader_hint says who leads)
+        respond_error(client, proto::OK);  // (leader_hint says who leads)
         return;
     }
     if (soft_.leader == raft::kNoNode) {
@@ -231,9 +229,7 @@ void Replica::transfer_leadership(net::ConnectionId conn, const proto::Request& 
 void Replica::settle_transfers(int64_t now_ms) {
     std::erase_if(transfers_, [&](const PendingTransfer& t) {
         if (soft_.leader == t.to) {
-            proto::Response response;
-            response.set_code(proto::OK);
-            respond(t.client, response);
+            respond_error(t.client, proto::OK);
             return true;
         }
         if (t.deadline_ms <= now_ms) {
