@@ -50,6 +50,18 @@ std::string read_password(const std::string& file, const std::string& what) {
     return password;
 }
 
+namespace {
+std::optional<std::vector<std::string>> lock_command;  // set once by main, before commands run
+}  // namespace
+
+const std::optional<std::vector<std::string>>& command_after_dashes() {
+    return lock_command;
+}
+
+void set_command_after_dashes(std::vector<std::string> words) {
+    lock_command = std::move(words);
+}
+
 milliseconds duration_arg(const std::string& flag, const std::string& text) {
     auto parsed = client::parse_duration(text);
     if (!parsed.ok()) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,11 @@ T interruptible(const std::function<T()>& work,
     }
     return future.get();
 }
+
+// The words after `raftlock lock NAME... --`: the command to run while holding the locks.
+// Empty without `--`; a `--` with nothing after it is an empty list.
+const std::optional<std::vector<std::string>>& command_after_dashes();
+void set_command_after_dashes(std::vector<std::string> words);
 
 // --- the commands, by family (each file registers its own) --------------------------------------
 

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include <fmt/chrono.h>
+#include <fmt/ranges.h>
 
 #include "cli/common.h"
 #include "client/duration.h"
@@ -65,7 +66,8 @@ json lock_info_json(const client::LockInfo& info) {
                                {"owner", w.owner_tag},
                                {"mode", client::to_string(w.mode)},
                                {"enqueued_ms", w.enqueued_ms},
-                               {"deadline_ms", w.deadline_ms}});
+                               {"deadline_ms", w.deadline_ms},
+                               {"together", w.together}});
     }
     return json{{"lock", info.name},
                 {"semaphore", info.semaphore},
@@ -93,8 +95,11 @@ std::string lock_info_text(const client::LockInfo& info) {
     }
     out += fmt::format("waiters  {}\n", info.waiters.size());
     for (const client::LockWaiter& w : info.waiters) {
-        out += fmt::format("  session {}  owner '{}'  {}  waiting {}\n", w.session, w.owner_tag,
-                           client::to_string(w.mode), span(info.now_ms - w.enqueued_ms));
+        out += fmt::format("  session {}  owner '{}'  {}  waiting {}{}\n", w.session, w.owner_tag,
+                           client::to_string(w.mode), span(info.now_ms - w.enqueued_ms),
+                           w.together.empty()
+                               ? ""
+                               : fmt::format("  together with {}", fmt::join(w.together, ", ")));
     }
     if (info.free_at_ms > info.now_ms) {
         out += fmt::format("delay    free in {}\n", span(info.free_at_ms - info.now_ms));

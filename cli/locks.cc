@@ -19,7 +19,7 @@ namespace {
 // --- locks --------------------------------------------------------------------------------------
 
 struct LockArgs {
-    std::string name;
+    std::vector<std::string> names;  // one lock, or a multi-lock (all or none)
     std::string ttl = "30s";
     std::string wait = "10s";
     bool no_wait = false;
@@ -42,52 +42,81 @@ client::AcquireOptions acquire_options(const Context& ctx, const LockArgs& args)
     return options;
 }
 
+using Leases = std::vector<client::Lease>;
+
+// One lock with acquire, several with acquire_many: all of them or none, with one token.
+client::ClientResult<Leases> acquire_all(Client& client,
+                                         const std::vector<std::string>& names,
+                                         const client::AcquireOptions& options) {
+    if (names.size() > 1) {
+        return client.acquire_many(names, options);
+    }
+    auto lease = client.acquire(names.front(), options);
+    if (!lease.ok()) {
+        return lease.error();
+    }
+    return Leases{*lease};
+}
+
 // Opens a session and acquires under it. An interrupt closes the session, which ends the wait
 // (or gives back a grant), so an interrupted CLI leaves nothing behind. On failure the session is
 // closed too. `interrupted` tells the caller to exit 130.
-client::ClientResult<client::Lease> open_and_acquire(Client& client,
-                                                     const Context& ctx,
-                                                     const LockArgs& args,
-                                                     bool& interrupted) {
+client::ClientResult<Leases> open_and_acquire(Client& client,
+                                              const Context& ctx,
+                                              const LockArgs& args,
+                                              bool& interrupted) {
     const milliseconds ttl = duration_arg("--ttl", args.ttl);
     const client::AcquireOptions options = acquire_options(ctx, args);
     auto session = client.open_session(ttl);
     if (!session.ok()) {
         return session.error();
     }
-    auto lease = interruptible<client::ClientResult<client::Lease>>(
-        [&] { return client.acquire(args.name, options); }, [&] { (void)client.close_session(); },
-        interrupted);
-    if (!lease.ok() && !interrupted) {
+    auto leases = interruptible<client::ClientResult<Leases>>(
+        [&] { return acquire_all(client, args.names, options); },
+        [&] { (void)client.close_session(); }, interrupted);
+    if (!leases.ok() && !interrupted) {
         (void)client.close_session();
     }
-    return lease;
+    return leases;
+}
+
+std::string joined_names(const Leases& leases, std::string_view separator) {
+    std::string out;
+    for (const client::Lease& lease : leases) {
+        out += (out.empty() ? "" : std::string(separator)) + lease.name;
+    }
+    return out;
 }
 
 int cmd_acquire(const Context& ctx, const LockArgs& args) {
     block_signals();
     Client client(ctx.client_options());
     bool interrupted = false;
-    auto lease = open_and_acquire(client, ctx, args, interrupted);
+    auto leases = open_and_acquire(client, ctx, args, interrupted);
     if (interrupted) {
         fmt::print(stderr, "raftlock: interrupted; the session was closed, nothing is held\n");
         return 128 + SIGINT;
     }
-    if (!lease.ok()) {
-        return report(ctx, lease.error());
+    if (!leases.ok()) {
+        return report(ctx, leases.error());
     }
     const milliseconds ttl = duration_arg("--ttl", args.ttl);
-    // The client is destroyed without closing the session: the lock stays until release or TTL.
-    emit(ctx,
-         json{{"lock", lease->name},
-              {"session", lease->session},
-              {"token", lease->token},
-              {"owner", lease->owner_tag},
-              {"ttl_ms", ttl.count()}},
-         fmt::format("lock     {}\nsession  {}\ntoken    {}\nheld until released or {} without "
+    const client::Lease& lease = leases->front();  // a multi-lock's share session and token
+    json out{{"session", lease.session},
+             {"token", lease.token},
+             {"owner", lease.owner_tag},
+             {"ttl_ms", ttl.count()}};
+    if (leases->size() == 1) {
+        out["lock"] = lease.name;
+    } else {
+        out["locks"] = args.names;
+    }
+    // The client is destroyed without closing the session: the locks stay until release or TTL.
+    emit(ctx, out,
+         fmt::format("{:<9}{}\nsession  {}\ntoken    {}\nheld until released or {} without "
                      "`raftlock renew --session {}`\n",
-                     lease->name, lease->session, lease->token, client::format_duration(ttl),
-                     lease->session));
+                     leases->size() == 1 ? "lock" : "locks", joined_names(*leases, ", "),
+                     lease.session, lease.token, client::format_duration(ttl), lease.session));
     return kExitOk;
 }
 
@@ -190,12 +219,13 @@ struct Spawn {
     std::vector<char*> envp;
 };
 
-Spawn prepare_spawn(const std::vector<std::string>& command, const client::Lease& lease) {
+// RAFTLOCK_LOCK names the lock, or a multi-lock's locks joined by commas (one token for all).
+Spawn prepare_spawn(const std::vector<std::string>& command, const Leases& leases) {
     Spawn spawn;
     const std::vector<std::string> ours = {
-        fmt::format("RAFTLOCK_TOKEN={}", lease.token),
-        fmt::format("RAFTLOCK_LOCK={}", lease.name),
-        fmt::format("RAFTLOCK_SESSION={}", lease.session),
+        fmt::format("RAFTLOCK_TOKEN={}", leases.front().token),
+        fmt::format("RAFTLOCK_LOCK={}", joined_names(leases, ",")),
+        fmt::format("RAFTLOCK_SESSION={}", leases.front().session),
     };
     spawn.strings = command;
     const size_t env_begin = spawn.strings.size();
@@ -274,7 +304,25 @@ Supervision supervise(pid_t child,
     }
 }
 
-int cmd_lock(const Context& ctx, const LockArgs& args) {
+// `lock NAME... -- CMD ARGS`: main() keeps the words after `--` out of the parse. Without `--`,
+// the first word is the one lock and the rest the command (`lock NAME CMD ARGS`).
+LockArgs split_lock_command(LockArgs args) {
+    if (command_after_dashes()) {
+        args.command = *command_after_dashes();
+    } else if (!args.names.empty()) {
+        args.command.assign(args.names.begin() + 1, args.names.end());
+        args.names.resize(1);
+    }
+    if (args.names.empty() || args.command.empty()) {
+        throw UsageError{
+            "lock needs the lock names, then `--` and the command: raftlock lock "
+            "NAME... -- CMD ARGS..."};
+    }
+    return args;
+}
+
+int cmd_lock(const Context& ctx, const LockArgs& parsed) {
+    const LockArgs args = split_lock_command(parsed);
     const milliseconds ttl = duration_arg("--ttl", args.ttl);
     ClientOptions options = ctx.client_options();
     options.safety_margin = client::default_safety_margin(ttl);
@@ -286,22 +334,22 @@ int cmd_lock(const Context& ctx, const LockArgs& args) {
     std::atomic<bool> revoked{false};  // taken by an administrator (release --force)
     Client client(options);
     client.set_session_callback([&lost](client::SessionLoss) { lost = true; });
-    // The session holds this one lock, so any hold of it taken away is ours.
+    // The session holds these locks only, so any hold of them taken away is ours.
     client.set_lock_revoked_callback([&](const std::string& name, uint64_t) {
-        if (name == args.name) {
+        if (std::find(args.names.begin(), args.names.end(), name) != args.names.end()) {
             revoked = true;
             lost = true;
         }
     });
     bool interrupted = false;
-    auto lease = open_and_acquire(client, ctx, args, interrupted);
+    auto leases = open_and_acquire(client, ctx, args, interrupted);
     if (interrupted) {
         return 128 + SIGINT;
     }
-    if (!lease.ok()) {
-        return report(ctx, lease.error());
+    if (!leases.ok()) {
+        return report(ctx, leases.error());
     }
-    Spawn spawn = prepare_spawn(args.command, *lease);
+    Spawn spawn = prepare_spawn(args.command, *leases);
     const pid_t child = start_command(spawn);
     if (child < 0) {
         (void)client.close_session();
@@ -314,17 +362,21 @@ int cmd_lock(const Context& ctx, const LockArgs& args) {
         fmt::print(stderr,
                    "raftlock: lock '{}' lost (session {}{}): the command was stopped; its exit "
                    "code was {}\n",
-                   args.name, lease->session, revoked ? ", taken away by an administrator" : "",
-                   result.exit_code);
+                   joined_names(*leases, "', '"), leases->front().session,
+                   revoked ? ", taken away by an administrator" : "", result.exit_code);
         return kExitLockLost;
     }
-    (void)client.release(*lease);
+    for (const client::Lease& lease : *leases) {
+        (void)client.release(lease);
+    }
     (void)client.close_session();
     return result.exit_code;
 }
 
 void add_lock_flags(CLI::App& cmd, LockArgs& args) {
-    cmd.add_option("name", args.name, "lock name")->required();
+    cmd.add_option("names", args.names,
+                   "lock name; several: all of them or none, one token (a multi-lock)")
+        ->required();
     cmd.add_option("--ttl", args.ttl, "session timeout: the lock's lifetime without keepalives")
         ->capture_default_str();
     auto* wait = cmd.add_option("--wait", args.wait, "how long to queue for the lock")
@@ -343,21 +395,20 @@ void add_lock_commands(CLI::App& app, Command& run) {
     static LockArgs acquire;
     auto* cmd = app.add_subcommand(
         "acquire",
-        "acquire a lock under a new session and print the session id and token; the "
-        "lock stays after exit until released or the TTL passes");
+        "acquire a lock (or several, all or none) under a new session and print the session id "
+        "and token; the locks stay after exit until released or the TTL passes");
     add_lock_flags(*cmd, acquire);
     cmd->callback([&run] { run = [](const Context& ctx) { return cmd_acquire(ctx, acquire); }; });
 
     static LockArgs lock;
     cmd = app.add_subcommand(
         "lock",
-        "run a command while holding the lock (`raftlock lock NAME -- CMD ARGS...`); "
-        "exports RAFTLOCK_TOKEN, RAFTLOCK_LOCK, RAFTLOCK_SESSION; stops the command "
-        "(SIGTERM, then SIGKILL) if the lock is lost");
+        "run a command while holding the lock (`raftlock lock NAME... -- CMD ARGS...`); "
+        "exports RAFTLOCK_TOKEN, RAFTLOCK_LOCK (several: joined by commas), RAFTLOCK_SESSION; "
+        "stops the command (SIGTERM, then SIGKILL) if a lock is lost");
     add_lock_flags(*cmd, lock);
     cmd->add_option("--grace", lock.grace,
                     "SIGTERM to SIGKILL when the lock is lost (default: a quarter of the margin)");
-    cmd->add_option("command", lock.command, "the command and its arguments, after --")->required();
     cmd->callback([&run] { run = [](const Context& ctx) { return cmd_lock(ctx, lock); }; });
 
     static uint64_t renew_session = 0;

@@ -82,8 +82,22 @@ int run_main(int argc, char** argv) {
     add_node_commands(app, run);
     add_member_commands(app, run);
     add_user_commands(app, run);
+    // `lock NAME... -- CMD ARGS`: CLI11 ends no list of positionals at `--`, so the words from
+    // there on are the lock's command, kept out of the parse. Any other command parses them.
+    int dashes = argc;
+    for (int i = 1; i < argc; i++) {
+        if (std::string_view(argv[i]) == "--") {
+            dashes = i;
+            break;
+        }
+    }
     try {
-        app.parse(argc, argv);
+        app.parse(dashes, argv);
+        if (dashes < argc && app.got_subcommand("lock")) {
+            set_command_after_dashes({argv + dashes + 1, argv + argc});
+        } else if (dashes < argc) {
+            app.parse(argc, argv);
+        }
     } catch (const CLI::ParseError& e) {
         if (report_unknown_word(app)) {
             return kExitUsage;

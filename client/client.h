@@ -99,6 +99,13 @@ public:
     ClientResult<Lease> acquire(const std::string& name, const AcquireOptions& options = {});
     // acquire() with wait 0.
     ClientResult<Lease> try_acquire(const std::string& name, AcquireOptions options = {});
+    // Every lock of `names` or none (1..64 distinct names, none held or awaited by this session
+    // yet), each in the mode `options` names: one lease per name, in the order given, all with the
+    // same token. With a wait the set queues on every lock at once and is granted when it heads
+    // every queue (FIFO; crossing sets cannot deadlock). Answers as acquire() does; on kTimeout the
+    // client has cancelled the wait and released a grant that raced the cancel, on every lock.
+    ClientResult<std::vector<Lease>> acquire_many(const std::vector<std::string>& names,
+                                                  const AcquireOptions& options = {});
     // Returns the hold count left (reentrant holds). kNotLockHolder if the lease is not held.
     ClientResult<uint32_t> release(const Lease& lease);
     // Takes `session`'s hold of `name` granted with `token` away, every count at once, without

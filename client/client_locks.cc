@@ -1,6 +1,9 @@
 // Client: the lock API and LockGuard.
 
+#include <set>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "client/client.h"
 #include "client/client_impl.h"
@@ -10,19 +13,41 @@ namespace raftlock::client {
 
 namespace {
 
+// The server's bound on the locks of one multi-lock (statemachine/types.h).
+constexpr size_t kMultiLockMax = 64;
+
+proto::LockMode lock_mode(const AcquireOptions& options) {
+    if (options.permits > 0) {
+        return proto::SEMAPHORE;
+    }
+    return options.shared ? proto::SHARED : proto::EXCLUSIVE;
+}
+
 proto::Request acquire_request(const std::string& name, const AcquireOptions& options) {
     proto::Request request;
     proto::Acquire* acquire = request.mutable_acquire();
     acquire->set_name(name);
     acquire->set_owner_tag(options.owner_tag);
-    if (options.permits > 0) {
-        acquire->set_mode(proto::SEMAPHORE);
-        acquire->set_permits(options.permits);
-    } else {
-        acquire->set_mode(options.shared ? proto::SHARED : proto::EXCLUSIVE);
-    }
+    acquire->set_mode(lock_mode(options));
+    acquire->set_permits(options.permits);
     acquire->set_wait_ms(options.wait.count());
     acquire->set_lock_delay_ms(options.lock_delay.count());
+    return request;
+}
+
+proto::Request acquire_many_request(const std::vector<std::string>& names,
+                                    const AcquireOptions& options) {
+    proto::Request request;
+    proto::AcquireMany* many = request.mutable_acquire_many();
+    for (const std::string& name : names) {
+        proto::AcquireMany::Lock* lock = many->add_locks();
+        lock->set_name(name);
+        lock->set_mode(lock_mode(options));
+        lock->set_permits(options.permits);
+    }
+    many->set_owner_tag(options.owner_tag);
+    many->set_wait_ms(options.wait.count());
+    many->set_lock_delay_ms(options.lock_delay.count());
     return request;
 }
 
@@ -30,13 +55,16 @@ proto::Request acquire_request(const std::string& name, const AcquireOptions& op
 // granted. Cancel it, so that either we learn the grant (and give it back) or the session certainly
 // does not hold the lock. The cancel's ack_seq covers the abandoned acquire (client/seq_tracker.h),
 // so a copy of it still on its way is answered RESULT_DISCARDED, never applied after the cancel.
+// For a multi-lock, `names` are the set's: the cancel names the first (any would end the whole
+// wait) and a grant that raced it is released on every one.
 Error cancel_after_timeout(Client& client,
                            Client::Impl& impl,
-                           const std::string& name,
+                           const std::vector<std::string>& names,
                            const AcquireOptions& options,
                            std::chrono::milliseconds timeout) {
+    const std::string name = fmt::format("{}", fmt::join(names, "', '"));
     proto::Request request;
-    request.mutable_cancel()->set_name(name);
+    request.mutable_cancel()->set_name(names.front());
     request.mutable_cancel()->set_owner_tag(options.owner_tag);
     auto cancelled = impl.call(std::move(request), {RequestClass::kSessionWrite});
     if (auto error = answer_error(cancelled, "cancel")) {
@@ -48,14 +76,19 @@ Error cancel_after_timeout(Client& client,
     }
     std::string raced;
     if (cancelled->lock().outcome() == proto::LOCK_GRANTED) {
-        const Lease lease{name, options.owner_tag, cancelled->lock().token(),
-                          client.session_id().value_or(0), 1};
-        auto released = client.release(lease);
-        raced = released.ok() ? "; a grant that raced the cancel was released"
-                              : fmt::format(
-                                    "; a grant raced the cancel and its release failed "
-                                    "({}): close the session",
-                                    to_string(released.error()));
+        std::optional<Error> failed;
+        for (const std::string& granted : names) {
+            const Lease lease{granted, options.owner_tag, cancelled->lock().token(),
+                              client.session_id().value_or(0), 1};
+            if (auto released = client.release(lease); !released.ok() && !failed) {
+                failed = released.error();
+            }
+        }
+        raced = !failed ? "; a grant that raced the cancel was released"
+                        : fmt::format(
+                              "; a grant raced the cancel and its release failed "
+                              "({}): close the session",
+                              to_string(*failed));
     }
     return Error{ErrorCode::kTimeout,
                  fmt::format("acquire of '{}' not granted within {} ms; the wait was cancelled{}",
@@ -73,7 +106,7 @@ ClientResult<Lease> Client::acquire(const std::string& name, const AcquireOption
     auto answer =
         impl_->call(acquire_request(name, options), {RequestClass::kSessionWrite, timeout});
     if (!answer.ok() && answer.error().code == ErrorCode::kTimeout) {
-        return cancel_after_timeout(*this, *impl_, name, options, timeout);
+        return cancel_after_timeout(*this, *impl_, {name}, options, timeout);
     }
     if (auto error = answer_error(answer, fmt::format("acquire '{}'", name))) {
         return *error;
@@ -90,6 +123,39 @@ ClientResult<Lease> Client::acquire(const std::string& name, const AcquireOption
 ClientResult<Lease> Client::try_acquire(const std::string& name, AcquireOptions options) {
     options.wait = std::chrono::milliseconds(0);
     return acquire(name, options);
+}
+
+ClientResult<std::vector<Lease>> Client::acquire_many(const std::vector<std::string>& names,
+                                                      const AcquireOptions& options) {
+    const std::set<std::string> distinct(names.begin(), names.end());
+    if (names.empty() || names.size() > kMultiLockMax || distinct.size() != names.size() ||
+        distinct.contains("") || options.wait.count() < 0 || options.lock_delay.count() < 0) {
+        return Error{ErrorCode::kInvalidArgument,
+                     fmt::format("acquire_many needs 1 to {} distinct lock names, and wait and "
+                                 "lock delay must not be negative",
+                                 kMultiLockMax)};
+    }
+    const std::string what = fmt::format("acquire '{}'", fmt::join(names, "', '"));
+    const auto timeout = options.timeout.value_or(options.wait + impl_->options().request_timeout);
+    auto answer =
+        impl_->call(acquire_many_request(names, options), {RequestClass::kSessionWrite, timeout});
+    if (!answer.ok() && answer.error().code == ErrorCode::kTimeout) {
+        return cancel_after_timeout(*this, *impl_, names, options, timeout);
+    }
+    if (auto error = answer_error(answer, what)) {
+        return *error;
+    }
+    const proto::LockResult& result = answer->lock();
+    if (result.outcome() != proto::LOCK_GRANTED) {
+        return Error{ErrorCode::kBadRequest,
+                     fmt::format("{}: the server answered OK without a grant", what)};
+    }
+    std::vector<Lease> leases;
+    for (const std::string& name : names) {
+        leases.push_back(
+            Lease{name, options.owner_tag, result.token(), session_id().value_or(0), 1});
+    }
+    return leases;
 }
 
 ClientResult<uint32_t> Client::release(const Lease& lease) {

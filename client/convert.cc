@@ -48,8 +48,12 @@ LockInfo from_proto(const proto::LockInfo& info) {
             LockHolder{h.session(), h.owner_tag(), h.token(), h.since_ms(), h.count()});
     }
     for (const proto::Waiter& w : info.waiters()) {
-        out.waiters.push_back(LockWaiter{w.session(), w.owner_tag(), from_proto(w.mode()),
-                                         w.enqueued_ms(), w.deadline_ms()});
+        out.waiters.push_back(LockWaiter{w.session(),
+                                         w.owner_tag(),
+                                         from_proto(w.mode()),
+                                         w.enqueued_ms(),
+                                         w.deadline_ms(),
+                                         {w.together().begin(), w.together().end()}});
     }
     out.lock_delay_ms = info.lock_delay_ms();
     out.free_at_ms = info.free_at_ms();

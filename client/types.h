@@ -144,6 +144,7 @@ struct LockWaiter {
     LockMode mode = LockMode::kExclusive;
     int64_t enqueued_ms = 0;
     int64_t deadline_ms = 0;
+    std::vector<std::string> together;  // a multi-lock wait: the other locks it waits for with this
 };
 
 struct LockInfo {

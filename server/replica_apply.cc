@@ -269,6 +269,17 @@ void Replica::answer_write(const sm::Command& command,
         register_wait(WaitKey{command.client_id, acquire->name, acquire->owner_tag}, client);
         return;
     }
+    // A queued multi-lock waits under its first lock's name: the set is granted, times out or is
+    // cancelled on every lock in one entry, so that name's grant or end answers for the set, and
+    // the client cancels by that name (client/client_locks.cc).
+    if (const auto* many = std::get_if<sm::AcquireMany>(&command.op);
+        many && result.response.code == sm::ErrorCode::kOk &&
+        result.response.lock == sm::LockOutcome::kQueued) {
+        RL_ASSERT(!many->locks.empty());
+        register_wait(WaitKey{command.client_id, many->locks.front().name, many->owner_tag},
+                      client);
+        return;
+    }
     proto::Response response;
     fill_write_response(command, result.response, response);
     if (const auto* attach = std::get_if<sm::AttachSession>(&command.op);

@@ -22,6 +22,7 @@ RequestKind kind_of(const proto::Request& request) {
         case B::kMulti:
         case B::kSetAcl:
         case B::kAcquire:
+        case B::kAcquireMany:
         case B::kRelease:
         case B::kCancel:
         case B::kForceRelease:
@@ -179,6 +180,22 @@ Result<sm::Op, std::string> to_op(const proto::Request& r) {
             }
             return sm::Op{std::move(op)};
         }
+        case B::kAcquireMany: {
+            const proto::AcquireMany& a = r.acquire_many();
+            sm::AcquireMany op;
+            for (const proto::AcquireMany::Lock& lock : a.locks()) {
+                sm::LockSpec spec{lock.name(), sm::LockMode::kExclusive,
+                                  lock.permits() == 0 ? 1 : lock.permits()};
+                if (!lock_mode(lock.mode(), spec.mode)) {
+                    return std::string("acquire_many: unknown lock mode");
+                }
+                op.locks.push_back(std::move(spec));
+            }
+            op.owner_tag = a.owner_tag();
+            op.wait_ms = a.wait_ms();
+            op.lock_delay_ms = a.lock_delay_ms();
+            return sm::Op{std::move(op)};
+        }
         case B::kRelease:
             return sm::Op{
                 sm::Release{r.release().name(), r.release().owner_tag(), r.release().token()}};
@@ -312,6 +329,9 @@ void to_proto(const sm::LockInfo& info, proto::LockInfo& out) {
         p->set_mode(static_cast<proto::LockMode>(w.mode));
         p->set_enqueued_ms(w.enqueued_ms);
         p->set_deadline_ms(w.deadline_ms);
+        for (const std::string& other : w.together) {
+            p->add_together(other);
+        }
     }
     out.set_lock_delay_ms(info.lock_delay_ms);
     out.set_free_at_ms(info.free_at_ms);
@@ -360,6 +380,7 @@ void fill_write_response(const sm::Command& command,
             to_proto(sub.stat, *p->mutable_stat());
         }
     } else if (std::holds_alternative<sm::Acquire>(command.op) ||
+               std::holds_alternative<sm::AcquireMany>(command.op) ||
                std::holds_alternative<sm::Release>(command.op) ||
                std::holds_alternative<sm::ForceRelease>(command.op) ||
                std::holds_alternative<sm::Cancel>(command.op)) {

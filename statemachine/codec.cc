@@ -74,7 +74,7 @@ bool valid_acquire_many(const AcquireMany& op) {
         return false;
     }
     if (op.owner_tag.size() > kOwnerTagBytesMax || op.lock_delay_ms < 0 ||
-        op.lock_delay_ms > kLockDelayMsMax) {
+        op.lock_delay_ms > kLockDelayMsMax || op.wait_ms < 0 || op.wait_ms > kWaitMsMax) {
         return false;
     }
     std::set<std::string_view> names;
@@ -379,6 +379,7 @@ void write_op_fields(Writer& w, const AcquireMany& o) {
     }
     w.bytes(o.owner_tag);
     w.svarint(o.lock_delay_ms);
+    w.svarint(o.wait_ms);  // version 9 on
 }
 void write_op_fields(Writer& w, const RedisCommand& o) {
     w.varint(o.origin);
@@ -574,7 +575,7 @@ Cancel read_cancel(Reader& r) {
     return o;
 }
 
-AcquireMany read_acquire_many(Reader& r) {
+AcquireMany read_acquire_many(Reader& r, uint8_t version) {
     AcquireMany o;
     uint64_t n = r.varint_in(1, kMultiLockMax);
     for (uint64_t i = 0; i < n && r.ok(); i++) {
@@ -586,6 +587,9 @@ AcquireMany read_acquire_many(Reader& r) {
     }
     o.owner_tag = r.bytes(kOwnerTagBytesMax);
     o.lock_delay_ms = r.svarint_in(0, kLockDelayMsMax);
+    if (version >= kCommandFormatVersionV9) {
+        o.wait_ms = r.svarint_in(0, kWaitMsMax);
+    }
     return o;
 }
 
@@ -708,7 +712,7 @@ Op read_op_v1(Reader& r, uint8_t tag) {
         case 11:
             return read_cancel(r);
         case 12:
-            return read_acquire_many(r);
+            return read_acquire_many(r, kCommandFormatVersionV1);
         case 13:
             return read_redis(r, BudgetField::kAbsent);
         case 14:
@@ -754,7 +758,7 @@ Op read_op(Reader& r, uint8_t tag, uint8_t version) {
         case OpTag::kCancel:
             return read_cancel(r);
         case OpTag::kAcquireMany:
-            return read_acquire_many(r);
+            return read_acquire_many(r, version);
         case OpTag::kRedisCommand:
             return read_redis(r, BudgetField::kPresent);
         case OpTag::kSqlStatement:

@@ -2,9 +2,9 @@
 
 // The binary form of commands on the Raft log, and of replies inside snapshots.
 //
-// Command format, version 8 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
+// Command format, version 9 (all integers LEB128 varints, signed ones zig-zag; strings are a varint
 // length then the bytes):
-//   u8 version=8 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
+//   u8 version=9 | client_id | seq | ack_seq | time_ms (signed) | u8 has_fence [lock, token]
 //   | u8 has_caller [count, (scheme, id)*] | user | u8 op tag (OpTag) | op fields in declaration
 //   order (command.h)
 // A Multi is a count then, per sub-op, a u8 tag (MultiOpTag) and its fields. An ACL is a count
@@ -17,27 +17,27 @@
 // prefix).
 //
 // Older versions still decode, so that logs written by earlier servers replay; encoding always
-// writes version 8. Version 7 (until 2026-11-30) has version 8's layout without the
-// RedisTransaction op (tag 33), and MULTI, EXEC, DISCARD, WATCH and UNWATCH are unknown commands in
-// its entries; a server from before version 8 stops at the first version 8 entry. Version 6 (until
-// 2026-11-30) has version 7's layout; what differs is, again,
-// the set of Redis commands: PUBLISH is an unknown command in a version 6 entry, and a server from
-// before version 7 stops at the first version 7 entry. Version 5 (until 2026-11-30) has version
-// 6's layout; what differs is the set
-// of Redis commands a RedisCommand may run (redis::CommandSpec::since_format): lists, sets and
-// sorted sets are unknown commands in a version 5 entry, as they were to the servers that applied
-// it, and a server from before version 6 stops at the first version 6 entry instead of answering
-// them "unknown command" while its peers apply them. Version 4 (until 2026-11-29) has version 5's
-// layout; what differs is how a
-// session's request applies (StateMachine::apply_session_request): from version 5 a seq more
-// than kSeqAheadMax beyond the session's highest is refused and not remembered, where version 4
-// remembered it (and let its ack_seq discard every reply below). ForceRelease (tag 17) came later
-// within version 5: a server from before it stops at such an entry (server/replica_apply.cc)
-// rather than skip it, as at any op it does not know. Version 3 (until 2026-11-29) had
-// no user and no user, role or auth ops. Version 2 (until 2026-11-29) had no caller, no ACL in a
-// Create (the node is open) and no SetAcl. Version 1 (until 2026-11) tagged an op with its index in
-// the Op variant (a sub-op with its index in MultiOp), with 16 and 17 for a RedisCommand and a
-// SqlStatement carrying a budget.
+// writes version 9. Version 8 (until 2026-12-02) has version 9's layout except AcquireMany, which
+// ends before its wait_ms (always 0 then: a multi-lock never queued); a server from before
+// version 9 stops at the first version 9 entry. Version 7 (until 2026-11-30) has version 8's layout
+// without the RedisTransaction op (tag 33), and MULTI, EXEC, DISCARD, WATCH and UNWATCH are unknown
+// commands in its entries; a server from before version 8 stops at the first version 8 entry.
+// Version 6 (until 2026-11-30) has version 7's layout; what differs is, again, the set of Redis
+// commands: PUBLISH is an unknown command in a version 6 entry, and a server from before version 7
+// stops at the first version 7 entry. Version 5 (until 2026-11-30) has version 6's layout; what
+// differs is the set of Redis commands a RedisCommand may run (redis::CommandSpec::since_format):
+// lists, sets and sorted sets are unknown commands in a version 5 entry, as they were to the
+// servers that applied it, and a server from before version 6 stops at the first version 6 entry
+// instead of answering them "unknown command" while its peers apply them. Version 4 (until
+// 2026-11-29) has version 5's layout; what differs is how a session's request applies
+// (StateMachine::apply_session_request): from version 5 a seq more than kSeqAheadMax beyond the
+// session's highest is refused and not remembered, where version 4 remembered it (and let its
+// ack_seq discard every reply below). ForceRelease (tag 17) came later within version 5: a server
+// from before it stops at such an entry (server/replica_apply.cc) rather than skip it, as at any op
+// it does not know. Version 3 (until 2026-11-29) had no user and no user, role or auth ops. Version
+// 2 (until 2026-11-29) had no caller, no ACL in a Create (the node is open) and no SetAcl. Version
+// 1 (until 2026-11) tagged an op with its index in the Op variant (a sub-op with its index in
+// MultiOp), with 16 and 17 for a RedisCommand and a SqlStatement carrying a budget.
 //
 // Bytes come from the log and, before that, from the network: decode_command never reads out of
 // bounds, never allocates more than the input justifies, rejects trailing bytes, unknown tags and
@@ -56,8 +56,9 @@
 
 namespace raftlock::statemachine {
 
-inline constexpr uint8_t kCommandFormatVersionV8 = 8;  // Redis MULTI/EXEC and WATCH
-inline constexpr uint8_t kCommandFormatVersion = kCommandFormatVersionV8;
+inline constexpr uint8_t kCommandFormatVersionV9 = 9;  // AcquireMany's wait
+inline constexpr uint8_t kCommandFormatVersion = kCommandFormatVersionV9;
+inline constexpr uint8_t kCommandFormatVersionV8 = 8;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV7 = 7;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV6 = 6;  // decoded, never written
 inline constexpr uint8_t kCommandFormatVersionV5 = 5;  // decoded, never written

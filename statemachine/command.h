@@ -137,11 +137,14 @@ struct LockSpec {
     uint32_t permits = 1;
     friend bool operator==(const LockSpec&, const LockSpec&) = default;
 };
-// Acquires every lock or none (no partial holding, never queued): kLockBusy if any is unavailable.
+// Acquires every lock or none, never some of them. With wait_ms 0: kLockBusy if any is unavailable.
+// Else the set queues in every lock's queue at once, as one wait, granted in one entry when it
+// heads every queue and each lock can take it (locks.cc says why this cannot deadlock).
 struct AcquireMany {
     std::vector<LockSpec> locks;  // 1..kMultiLockMax, distinct names
     std::string owner_tag;
     TimeMs lock_delay_ms = 0;
+    TimeMs wait_ms = 0;  // <= kWaitMsMax; written from format version 9 on
     friend bool operator==(const AcquireMany&, const AcquireMany&) = default;
 };
 

@@ -1,6 +1,8 @@
 // The state machine's invariants, checked by the tests after every step and by restore(). They
 // return the first violation as text instead of asserting, so a test can print it with context.
 
+#include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -98,6 +100,10 @@ std::string StateMachine::check_tree_invariants() const {
 }
 
 std::string StateMachine::check_lock_invariants() const {
+    // First: check_lock follows the sets' names.
+    if (std::string broken = check_multi_waits(); !broken.empty()) {
+        return broken;
+    }
     size_t waiters_total = 0;
     for (const auto& [name, lock] : locks_) {
         if (std::string broken = check_lock(name, lock); !broken.empty()) {
@@ -151,7 +157,20 @@ std::string StateMachine::check_lock(const std::string& name, const Lock& lock) 
         }
     }
     TimeMs enqueued_ms = INT64_MIN;
+    Index group = 0;
     for (const Waiter& w : lock.waiters) {
+        // Multi-lock waits keep their log order in every queue (what makes them deadlock-free).
+        if (w.group != 0 && w.group <= group) {
+            return "multi-lock waits out of log order on " + name;
+        }
+        group = std::max(group, w.group);
+        auto wait = multi_waits_.find(w.group);
+        if (w.group != 0 &&
+            (wait == multi_waits_.end() || wait->second.session != w.session ||
+             wait->second.owner_tag != w.owner_tag ||
+             !std::binary_search(wait->second.names.begin(), wait->second.names.end(), name))) {
+            return "a multi-lock waiter out of step with its set on " + name;
+        }
         auto s = sessions_.find(w.session);
         if (s == sessions_.end() || !s->second.locks.contains(name)) {
             return "waiter without a live session on " + name;
@@ -171,9 +190,47 @@ std::string StateMachine::check_lock(const std::string& name, const Lock& lock) 
     }
     // Hand-off is never missed: a head of queue that could be granted has been, unless a
     // lock-delay end is due but not fired yet.
-    if (!lock.waiters.empty() && lock.free_at_ms == 0 &&
-        grantable(lock, lock.waiters.front().mode)) {
+    bool delay_set = lock.free_at_ms != 0;
+    if (!lock.waiters.empty() && lock.waiters.front().group != 0) {
+        const MultiWait& wait = multi_waits_.at(lock.waiters.front().group);
+        delay_set = std::any_of(wait.names.begin(), wait.names.end(), [&](const std::string& n) {
+            auto other = locks_.find(n);
+            return other == locks_.end() || other->second.free_at_ms != 0;
+        });
+    }
+    if (!lock.waiters.empty() && !delay_set && head_grantable(lock)) {
         return "a grantable waiter was left waiting on " + name;
+    }
+    return {};
+}
+
+std::string StateMachine::check_multi_waits() const {
+    for (const auto& [group, wait] : multi_waits_) {
+        if (wait.names.empty() || wait.names.size() > kMultiLockMax ||
+            !std::is_sorted(wait.names.begin(), wait.names.end()) ||
+            std::adjacent_find(wait.names.begin(), wait.names.end()) != wait.names.end()) {
+            return "a multi-lock wait with a bad set";
+        }
+        std::optional<TimeMs> deadline_ms;
+        for (const std::string& name : wait.names) {
+            auto lock = locks_.find(name);
+            if (lock == locks_.end()) {
+                return "a multi-lock wait on a missing lock " + name;
+            }
+            const auto& waiters = lock->second.waiters;
+            const auto count = std::count_if(waiters.begin(), waiters.end(),
+                                             [&](const Waiter& w) { return w.group == group; });
+            if (count != 1) {
+                return "a multi-lock wait without exactly one waiter on " + name;
+            }
+            const Waiter& w = *std::find_if(waiters.begin(), waiters.end(),
+                                            [&](const Waiter& x) { return x.group == group; });
+            // One wait, one deadline: its timers fire together.
+            if (deadline_ms.value_or(w.deadline_ms) != w.deadline_ms) {
+                return "a multi-lock wait with two deadlines";
+            }
+            deadline_ms = w.deadline_ms;
+        }
     }
     return {};
 }

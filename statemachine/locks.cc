@@ -7,6 +7,15 @@
 // close, deadline), so no grant ever waits for another round trip, and every grant appears in that
 // entry's ApplyResult for the server to push.
 //
+// Multi-lock (AcquireMany): all of a set or none. A set that cannot be taken at once may wait: one
+// waiter of it joins the tail of every lock's queue in one entry, all sharing a group (the entry's
+// zxid), and the set is granted in one entry once its waiters head every queue and each lock can
+// take them. That cannot deadlock: every waiter joins at a queue's tail in log order, so the oldest
+// wait of all heads each of its queues and waits only for holders, which leave (release, cancel,
+// expiry); nobody overtakes a queued set, so it is not starved either. A session that holds one
+// lock and waits for another can still wait forever, as with single locks: its wait deadline or
+// its session timeout ends that.
+//
 // Lock-delay (Chubby, Burrows 2006, §2.4): when a holder's session expires (an unclean end), the
 // lock is not granted to anyone for lock_delay_ms, so a holder that is merely partitioned away has
 // time to notice before somebody else acts under the lock. A clean release does not delay.
@@ -229,6 +238,20 @@ Response StateMachine::cancel(SessionId session, const Cancel& op, Index zxid, A
     }
     Lock& lock = it->second;
     for (size_t i = 0; i < lock.waiters.size(); i++) {
+        if (lock.waiters[i].session == session && lock.waiters[i].owner_tag == op.owner_tag &&
+            lock.waiters[i].group != 0) {
+            // A multi-lock wait is cancelled by any of its locks, on all of them. Its end is
+            // reported on each (wait_timeouts): the server answers the set's waiting request under
+            // its first lock's name, which need not be this one.
+            end_multi_wait(lock.waiters[i].group, nullptr, true, zxid, out);
+            RL_ASSERT(!locks_.contains(op.name) ||
+                      std::none_of(locks_.at(op.name).waiters.begin(),
+                                   locks_.at(op.name).waiters.end(), [&](const Waiter& w) {
+                                       return w.session == session && w.owner_tag == op.owner_tag;
+                                   }));
+            response.lock = LockOutcome::kCancelled;
+            return response;
+        }
         if (lock.waiters[i].session == session && lock.waiters[i].owner_tag == op.owner_tag) {
             remove_waiter(it->first, lock, i);
             // One waiter per (session, owner tag): acquire refuses a second (kAlreadyWaiting).
@@ -278,8 +301,15 @@ Response StateMachine::acquire_many(SessionId session, const AcquireMany& op, In
         response.code = ErrorCode::kLimitExceeded;
         return response;
     }
-    if (busy) {
+    if (busy && op.wait_ms == 0) {
         response.code = ErrorCode::kLockBusy;
+        return response;
+    }
+    if (busy && std::any_of(op.locks.begin(), op.locks.end(), [&](const LockSpec& spec) {
+            auto it = locks_.find(spec.name);
+            return it != locks_.end() && it->second.waiters.size() >= kWaitersPerLockMax;
+        })) {
+        response.code = ErrorCode::kLimitExceeded;
         return response;
     }
     for (const LockSpec& spec : op.locks) {
@@ -291,7 +321,14 @@ Response StateMachine::acquire_many(SessionId session, const AcquireMany& op, In
             lock.lock_delay_ms = op.lock_delay_ms;
             it = locks_.emplace(spec.name, std::move(lock)).first;
         }
-        add_holder(it->first, it->second, session, op.owner_tag, spec.mode, zxid);
+        if (!busy) {
+            add_holder(it->first, it->second, session, op.owner_tag, spec.mode, zxid);
+        }
+    }
+    if (busy) {
+        queue_multi_wait(session, op, zxid);
+        response.lock = LockOutcome::kQueued;
+        return response;
     }
     // All or nothing: every lock of the set is held now, with this entry's token.
     RL_ASSERT(std::all_of(op.locks.begin(), op.locks.end(), [&](const LockSpec& spec) {
@@ -303,6 +340,65 @@ Response StateMachine::acquire_many(SessionId session, const AcquireMany& op, In
     response.token = zxid;
     response.hold_count = 1;
     return response;
+}
+
+void StateMachine::queue_multi_wait(SessionId session, const AcquireMany& op, Index zxid) {
+    RL_ASSERT(op.wait_ms > 0 && !multi_waits_.contains(zxid));
+    MultiWait wait{session, op.owner_tag, {}};
+    const TimeMs deadline_ms = now_ms_ + op.wait_ms;
+    for (const LockSpec& spec : op.locks) {
+        auto it = locks_.find(spec.name);
+        RL_ASSERT(it != locks_.end());  // acquire_many made the missing records
+        it->second.waiters.push_back(
+            Waiter{session, op.owner_tag, spec.mode, now_ms_, deadline_ms, zxid});
+        timers_.insert(
+            Timer{deadline_ms, TimerKind::kWaitDeadline, it->first, session, op.owner_tag});
+        sessions_.at(session).locks.insert(it->first);
+        wait.names.push_back(spec.name);
+    }
+    std::sort(wait.names.begin(), wait.names.end());
+    multi_waits_.emplace(zxid, std::move(wait));
+    // It joined at the tails, behind a waiter or a lock it cannot have: nothing to grant now.
+    RL_ASSERT(!multi_grantable(zxid));
+}
+
+bool StateMachine::multi_grantable(Index group) const {
+    const MultiWait& wait = multi_waits_.at(group);
+    RL_ASSERT(!wait.names.empty());
+    return std::all_of(wait.names.begin(), wait.names.end(), [&](const std::string& name) {
+        const Lock& lock = locks_.at(name);
+        return !lock.waiters.empty() && lock.waiters.front().group == group &&
+               grantable(lock, lock.waiters.front().mode);
+    });
+}
+
+bool StateMachine::head_grantable(const Lock& lock) const {
+    if (lock.waiters.empty()) {
+        return false;
+    }
+    const Waiter& head = lock.waiters.front();
+    return head.group == 0 ? grantable(lock, head.mode) : multi_grantable(head.group);
+}
+
+void StateMachine::grant_multi(Index group,
+                               Index zxid,
+                               ApplyResult& out,
+                               std::vector<std::string>& moved) {
+    RL_ASSERT(multi_grantable(group));
+    const MultiWait wait = std::move(multi_waits_.at(group));
+    multi_waits_.erase(group);
+    for (const std::string& name : wait.names) {
+        auto it = locks_.find(name);
+        Lock& lock = it->second;
+        const Waiter head = std::move(lock.waiters.front());
+        lock.waiters.pop_front();
+        const size_t erased = timers_.erase(
+            Timer{head.deadline_ms, TimerKind::kWaitDeadline, name, head.session, head.owner_tag});
+        RL_ASSERT(erased == 1 && head.group == group);
+        add_holder(it->first, lock, head.session, head.owner_tag, head.mode, zxid);
+        out.grants.push_back(LockGrant{head.session, it->first, head.owner_tag, zxid});
+        moved.push_back(name);  // whoever queued behind the set may be grantable now
+    }
 }
 
 void StateMachine::remove_waiter(const std::string& name, Lock& lock, size_t position) {
@@ -318,20 +414,86 @@ void StateMachine::grant_waiters(const std::string& name,
                                  Lock& lock,
                                  Index zxid,
                                  ApplyResult& out) {
+    std::vector<std::string> moved;  // locks whose queue a multi-lock grant moved
+    grant_queue(name, lock, zxid, out, moved);
+    // Each round grants at least one waiter, so this ends within the number of waiters.
+    while (!moved.empty()) {
+        const std::string next = std::move(moved.back());
+        moved.pop_back();
+        auto it = locks_.find(next);
+        RL_ASSERT(it != locks_.end());  // it has just been granted to
+        grant_queue(it->first, it->second, zxid, out, moved);
+    }
+    RL_ASSERT(!head_grantable(lock));
+}
+
+void StateMachine::grant_queue(const std::string& name,
+                               Lock& lock,
+                               Index zxid,
+                               ApplyResult& out,
+                               std::vector<std::string>& moved) {
     // Grant the longest compatible prefix of the queue: one exclusive waiter, or a batch of shared
-    // ones, or as many semaphore waiters as there are free permits. Bounded by the queue length.
-    size_t granted = 0;
-    while (granted < lock.waiters.size() && grantable(lock, lock.waiters[granted].mode)) {
-        const Waiter& w = lock.waiters[granted];
-        timers_.erase(Timer{w.deadline_ms, TimerKind::kWaitDeadline, name, w.session, w.owner_tag});
+    // ones, or as many semaphore waiters as there are free permits; a multi-lock wait in it only
+    // together with the rest of its set.
+    while (!lock.waiters.empty() && grantable(lock, lock.waiters.front().mode)) {
+        if (const Index group = lock.waiters.front().group; group != 0) {
+            if (!multi_grantable(group)) {
+                break;  // FIFO: nobody behind it goes first
+            }
+            grant_multi(group, zxid, out, moved);
+            continue;
+        }
+        const Waiter w = std::move(lock.waiters.front());
+        lock.waiters.pop_front();
+        const size_t erased = timers_.erase(
+            Timer{w.deadline_ms, TimerKind::kWaitDeadline, name, w.session, w.owner_tag});
+        RL_ASSERT(erased == 1);
         add_holder(name, lock, w.session, w.owner_tag, w.mode, zxid);
         out.grants.push_back(LockGrant{w.session, name, w.owner_tag, zxid});
-        granted++;
     }
-    lock.waiters.erase(lock.waiters.begin(),
-                       lock.waiters.begin() + static_cast<ptrdiff_t>(granted));
     // FIFO: the first waiter left cannot be granted now (else the prefix would be longer).
-    RL_ASSERT(lock.waiters.empty() || !grantable(lock, lock.waiters.front().mode));
+    RL_ASSERT(!head_grantable(lock));
+}
+
+StateMachine::MultiWait StateMachine::drop_multi_wait(Index group,
+                                                      const std::string* timer_fired_on) {
+    auto it = multi_waits_.find(group);
+    RL_ASSERT(it != multi_waits_.end());
+    MultiWait wait = std::move(it->second);
+    multi_waits_.erase(it);
+    for (const std::string& name : wait.names) {
+        Lock& lock = locks_.at(name);
+        auto w = std::find_if(lock.waiters.begin(), lock.waiters.end(),
+                              [&](const Waiter& x) { return x.group == group; });
+        RL_ASSERT(w != lock.waiters.end() && w->session == wait.session);
+        if (timer_fired_on != nullptr && *timer_fired_on == name) {
+            lock.waiters.erase(w);  // its timer fired: advance_time took it out
+        } else {
+            remove_waiter(name, lock, static_cast<size_t>(w - lock.waiters.begin()));
+        }
+    }
+    return wait;
+}
+
+void StateMachine::end_multi_wait(Index group,
+                                  const std::string* timer_fired_on,
+                                  bool report_ended,
+                                  Index zxid,
+                                  ApplyResult& out) {
+    const MultiWait wait = drop_multi_wait(group, timer_fired_on);
+    for (const std::string& name : wait.names) {
+        if (report_ended) {
+            out.wait_timeouts.push_back(WaitTimeout{wait.session, name, wait.owner_tag});
+        }
+        // The set may have blocked the ones behind it (FIFO).
+        auto it = locks_.find(name);
+        grant_waiters(it->first, it->second, zxid, out);
+    }
+    // Only after every grant: a record forgotten before could not take a grant a cascade gives.
+    for (const std::string& name : wait.names) {
+        forget_if_unused(name, wait.session);
+    }
+    RL_ASSERT(!multi_waits_.contains(group));
 }
 
 void StateMachine::forget_if_unused(const std::string& name_ref, SessionId session) {
@@ -359,15 +521,29 @@ void StateMachine::release_session_locks(SessionId id,
                                          Index zxid,
                                          ApplyResult& out) {
     const std::set<std::string> names = sessions_.at(id).locks;  // copy: forget_if_unused edits it
+    // Its waits first, on every lock, so that no grant below goes to a wait of this session (a
+    // multi-lock wait leaves the queues of all its locks at once).
     for (const std::string& name : names) {
         auto it = locks_.find(name);
         RL_ASSERT(it != locks_.end());
         Lock& lock = it->second;
         for (size_t i = lock.waiters.size(); i-- > 0;) {
-            if (lock.waiters[i].session == id) {
+            if (i >= lock.waiters.size() || lock.waiters[i].session != id) {
+                continue;
+            }
+            if (lock.waiters[i].group != 0) {
+                (void)drop_multi_wait(lock.waiters[i].group, nullptr);
+            } else {
                 remove_waiter(it->first, lock, i);
             }
         }
+    }
+    for (const std::string& name : names) {
+        auto it = locks_.find(name);
+        RL_ASSERT(it != locks_.end());
+        Lock& lock = it->second;
+        RL_ASSERT(std::none_of(lock.waiters.begin(), lock.waiters.end(),
+                               [&](const Waiter& w) { return w.session == id; }));
         size_t held = std::erase_if(lock.holders, [&](const Holder& h) { return h.session == id; });
         if (held > 0 && reason == SessionEnd::kExpired && lock.lock_delay_ms > 0) {
             start_lock_delay(it->first, lock);
@@ -387,6 +563,11 @@ void StateMachine::fire_wait_deadline(const Timer& timer, Index zxid, ApplyResul
     });
     RL_ASSERT(w != lock.waiters.end());
     RL_ASSERT(w->deadline_ms == timer.at_ms);
+    if (w->group != 0) {
+        // The set's first deadline timer to fire (they share the deadline) ends it everywhere.
+        end_multi_wait(w->group, &timer.key, true, zxid, out);
+        return;
+    }
     out.wait_timeouts.push_back(WaitTimeout{w->session, it->first, w->owner_tag});
     lock.waiters.erase(w);
     grant_waiters(it->first, lock, zxid, out);

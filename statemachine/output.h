@@ -77,7 +77,8 @@ struct LockGrant {
     friend bool operator==(const LockGrant&, const LockGrant&) = default;
 };
 
-// A waiter whose deadline passed without a grant: it holds nothing, and its wait is gone.
+// A waiter whose deadline passed without a grant: it holds nothing, and its wait is gone. Also the
+// locks of a multi-lock wait that a Cancel ended (a single lock's Cancel is its own answer).
 struct WaitTimeout {
     SessionId session = kNoSession;
     std::string name;

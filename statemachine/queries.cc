@@ -106,8 +106,15 @@ std::optional<LockInfo> StateMachine::describe_lock(std::string_view name) const
         info.holders.push_back(HolderInfo{h.session, h.owner_tag, h.token, h.since_ms, h.count});
     }
     for (const Waiter& w : lock.waiters) {
-        info.waiters.push_back(
-            WaiterInfo{w.session, w.owner_tag, w.mode, w.enqueued_ms, w.deadline_ms});
+        WaiterInfo waiter{w.session, w.owner_tag, w.mode, w.enqueued_ms, w.deadline_ms, {}};
+        if (w.group != 0) {
+            for (const std::string& other : multi_waits_.at(w.group).names) {
+                if (other != name) {
+                    waiter.together.push_back(other);
+                }
+            }
+        }
+        info.waiters.push_back(std::move(waiter));
     }
     return info;
 }

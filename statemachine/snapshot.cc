@@ -1,15 +1,15 @@
-// Snapshot format, version 7. Integers are LEB128 varints (signed: zig-zag), strings are a varint
+// Snapshot format, version 8. Integers are LEB128 varints (signed: zig-zag), strings are a varint
 // length then bytes, every list is a varint count then its items, in the state's own (sorted)
 // order:
 //
-//   fixed32 magic "RLSM" | u8 version=7 | last_applied | now_ms | last_token
+//   fixed32 magic "RLSM" | u8 version=8 | last_applied | now_ms | last_token
 //   sessions: id, timeout_ms, last_keepalive_ms, discarded_through_seq, saved: (seq, response)*,
 //             owner (version 5; a saved reply carries its message from version 5 on)
 //   nodes (path order, so parents come first): path, data, u8 kind, ttl_ms, stat, acl (version 4;
 //   a stat carries its aversion from version 4 on, in nodes and in saved replies)
 //   locks: name, u8 semaphore, permits, u8 mode, lock_delay_ms, free_at_ms,
 //          holders: (session, owner_tag, token, since_ms, count)*,
-//          waiters: (session, owner_tag, u8 mode, enqueued_ms, deadline_ms)*
+//          waiters: (session, owner_tag, u8 mode, enqueued_ms, deadline_ms, group (version 8))*
 //   timers: at_ms, u8 kind, key, id, tag
 //   the Redis keyspace (version 2; redis/keyspace.cc has its layout; lists, sets and sorted sets
 //   from version 6 on, the records of changes that WATCH needs from version 7 on)
@@ -35,8 +35,9 @@ namespace {
 
 constexpr uint32_t kSnapshotMagic = 0x4D534C52;  // "RLSM", little-endian
 // 2 added the Redis keyspace, 3 the SQL engine, 4 ACLs, 5 users, 6 Redis lists, sets and sorted
-// sets, 7 the Redis keys' records of changes (for WATCH); 1 to 6 still restore.
-constexpr uint8_t kSnapshotVersion = 7;
+// sets, 7 the Redis keys' records of changes (for WATCH), 8 the waiters' multi-lock groups; 1 to 7
+// still restore.
+constexpr uint8_t kSnapshotVersion = 8;
 constexpr size_t kSnapshotTrailerBytes = 4;
 
 }  // namespace
@@ -94,6 +95,7 @@ std::string StateMachine::snapshot() const {
             w.u8(static_cast<uint8_t>(x.mode));
             w.svarint(x.enqueued_ms);
             w.svarint(x.deadline_ms);
+            w.varint(x.group);
         }
     }
     w.varint(timers_.size());
@@ -149,8 +151,8 @@ ErrorCode StateMachine::restore(std::string_view bytes) {
     fresh.now_ms_ = r.svarint();
     fresh.last_token_ = r.varint();
     if (!fresh.restore_sessions(r, version >= 3, version >= 4, version >= 5) ||
-        !fresh.restore_nodes(r, version >= 4) || !fresh.restore_locks(r) ||
-        !fresh.restore_timers(r) ||
+        !fresh.restore_nodes(r, version >= 4) || !fresh.restore_locks(r, version >= 8) ||
+        !fresh.link_multi_waits() || !fresh.restore_timers(r) ||
         (version >= 2 &&
          !fresh.keyspace_.read(r, version >= 6, version >= 7, fresh.last_applied_)) ||
         (version >= 3 && !fresh.sql_.read(r)) || (version >= 5 && !fresh.auth_.read(r)) ||
@@ -228,7 +230,7 @@ bool StateMachine::restore_nodes(Reader& r, bool with_acls) {
     return r.ok() && nodes_.contains("/");
 }
 
-bool StateMachine::restore_locks(Reader& r) {
+bool StateMachine::restore_locks(Reader& r, bool with_groups) {
     uint64_t n = read_count(r);
     for (uint64_t i = 0; i < n && r.ok(); i++) {
         std::string name = r.bytes(kLockNameBytesMax);
@@ -256,6 +258,7 @@ bool StateMachine::restore_locks(Reader& r) {
             x.mode = static_cast<LockMode>(r.varint_in(0, kLockModeMax));
             x.enqueued_ms = r.svarint();
             x.deadline_ms = r.svarint();
+            x.group = with_groups ? r.varint() : 0;
             lock.waiters.push_back(std::move(x));
         }
         if (!r.ok() || name.empty() || locks_.contains(name)) {
@@ -283,6 +286,30 @@ bool StateMachine::link_lock_sessions(const std::string& name, const Lock& lock)
             return false;
         }
         s->second.locks.insert(name);
+    }
+    return true;
+}
+
+// The multi-lock waits, from the waiters' groups: one session and owner per group, at most one
+// waiter of it per lock. check_invariants() then checks the rest (one deadline, FIFO order).
+bool StateMachine::link_multi_waits() {
+    RL_ASSERT(multi_waits_.empty());
+    for (const auto& [name, lock] : locks_) {  // in name order, so each names list is sorted
+        for (const Waiter& x : lock.waiters) {
+            if (x.group == 0) {
+                continue;
+            }
+            auto [it, fresh] = multi_waits_.try_emplace(x.group);
+            MultiWait& wait = it->second;
+            if (fresh) {
+                wait.session = x.session;
+                wait.owner_tag = x.owner_tag;
+            } else if (wait.session != x.session || wait.owner_tag != x.owner_tag ||
+                       wait.names.back() == name || wait.names.size() >= kMultiLockMax) {
+                return false;
+            }
+            wait.names.push_back(name);
+        }
     }
     return true;
 }

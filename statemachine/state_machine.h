@@ -17,6 +17,7 @@
 // The class is large, so its definition is split by concern: state_machine.cc (apply, time,
 // exactly-once), sessions.cc, tree.cc, locks.cc, snapshot.cc, queries.cc, invariants.cc.
 
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -58,6 +59,7 @@ struct WaiterInfo {
     LockMode mode = LockMode::kExclusive;
     TimeMs enqueued_ms = 0;
     TimeMs deadline_ms = 0;
+    std::vector<std::string> together;  // a multi-lock wait: the other locks of its set, sorted
     friend bool operator==(const WaiterInfo&, const WaiterInfo&) = default;
 };
 
@@ -215,6 +217,16 @@ private:
         LockMode mode = LockMode::kExclusive;
         TimeMs enqueued_ms = 0;
         TimeMs deadline_ms = 0;
+        // 0: a single acquire's wait. Else the zxid of the AcquireMany that queued it, the same in
+        // the queue of every lock of its set: granted on all of them in one entry, or on none.
+        Index group = 0;
+    };
+    // A multi-lock wait (AcquireMany with a wait): which locks its waiters are queued in. Derived
+    // from the waiters' groups (rebuilt on restore), so it needs no place in the snapshot.
+    struct MultiWait {
+        SessionId session = kNoSession;
+        std::string owner_tag;
+        std::vector<std::string> names;  // sorted; every lock of the set has one waiter of it
     };
     struct Lock {
         bool semaphore = false;
@@ -223,7 +235,7 @@ private:
         TimeMs lock_delay_ms = 0;
         TimeMs free_at_ms = 0;
         std::vector<Holder> holders;
-        std::vector<Waiter> waiters;  // FIFO, at most kWaitersPerLockMax
+        std::deque<Waiter> waiters;  // FIFO, at most kWaitersPerLockMax
     };
     enum class TimerKind : uint8_t { kWaitDeadline = 0, kLockDelayEnd, kTtl };
     // Ordered by (at, kind, key, id, tag): deterministic firing order.
@@ -306,6 +318,7 @@ private:
     // granted to nobody for its lock-delay.
     void start_lock_delay(const std::string& name, Lock& lock);
     Response acquire_many(SessionId session, const AcquireMany& op, Index zxid);
+    void queue_multi_wait(SessionId session, const AcquireMany& op, Index zxid);
     bool grantable(const Lock& lock, LockMode mode) const;
     // The negative control of the unsafe build (Config); always false in a normal build.
     bool breaks_exclusion(const Lock& lock, LockMode mode) const;
@@ -316,8 +329,32 @@ private:
                     const std::string& owner_tag,
                     LockMode mode,
                     Index zxid);
+    // Grants what the queues allow, from `name`'s on: its head waiters while they can be granted,
+    // and, when a multi-lock wait is granted, the queues of the other locks of its set in turn.
     void grant_waiters(const std::string& name, Lock& lock, Index zxid, ApplyResult& out);
+    void grant_queue(const std::string& name,
+                     Lock& lock,
+                     Index zxid,
+                     ApplyResult& out,
+                     std::vector<std::string>& moved);
+    // A multi-lock wait can be granted when it heads the queue of every lock of its set and each
+    // of those locks can take it.
+    bool multi_grantable(Index group) const;
+    void grant_multi(Index group, Index zxid, ApplyResult& out, std::vector<std::string>& moved);
+    // Whether the head of `lock`'s queue could be granted now (a single wait, or a multi-lock one
+    // on all of its locks): never true between entries.
+    bool head_grantable(const Lock& lock) const;
     void remove_waiter(const std::string& name, Lock& lock, size_t position);
+    // Takes a multi-lock wait out of every queue of its set (without granting anything). The
+    // deadline timer of `timer_fired_on`, if given, has been taken out already.
+    MultiWait drop_multi_wait(Index group, const std::string* timer_fired_on);
+    // drop_multi_wait, then what its leaving allows: grants behind it, unused records forgotten.
+    // `report_ended`: a WaitTimeout for each of its locks (its deadline, a cancel).
+    void end_multi_wait(Index group,
+                        const std::string* timer_fired_on,
+                        bool report_ended,
+                        Index zxid,
+                        ApplyResult& out);
     void forget_if_unused(const std::string& name, SessionId session);
     void release_session_locks(SessionId id, SessionEnd reason, Index zxid, ApplyResult& out);
     void fire_wait_deadline(const Timer& timer, Index zxid, ApplyResult& out);
@@ -343,14 +380,16 @@ private:
     // snapshot.cc: each returns false on malformed input.
     bool restore_sessions(Reader& r, bool with_sql, bool with_acls, bool with_owners);
     bool restore_nodes(Reader& r, bool with_acls);
-    bool restore_locks(Reader& r);
+    bool restore_locks(Reader& r, bool with_groups);
     bool link_lock_sessions(const std::string& name, const Lock& lock);
+    bool link_multi_waits();
     bool restore_timers(Reader& r);
 
     // invariants.cc
     std::string check_tree_invariants() const;
     std::string check_lock_invariants() const;
     std::string check_lock(const std::string& name, const Lock& lock) const;
+    std::string check_multi_waits() const;
 
     Config config_;
     Index last_applied_ = 0;
@@ -362,6 +401,7 @@ private:
     std::map<std::string, Node, std::less<>> nodes_;
     std::map<SessionId, Session> sessions_;
     std::map<std::string, Lock, std::less<>> locks_;
+    std::map<Index, MultiWait> multi_waits_;  // by group: the waits of AcquireMany
     std::set<Timer> timers_;
     redis::Keyspace keyspace_;
     sql::Engine sql_;

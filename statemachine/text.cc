@@ -182,7 +182,11 @@ std::string op_text(const Op& op) {
             } else if constexpr (std::is_same_v<T, ForceRelease>) {
                 return fmt::format("force_release \"{}\" s{} token={}", o.name, o.session, o.token);
             } else if constexpr (std::is_same_v<T, AcquireMany>) {
-                return fmt::format("acquire_many locks={} tag=\"{}\"", o.locks.size(), o.owner_tag);
+                // The wait only when there is one: lines of older formats keep their text.
+                return o.wait_ms == 0 ? fmt::format("acquire_many locks={} tag=\"{}\"",
+                                                    o.locks.size(), o.owner_tag)
+                                      : fmt::format("acquire_many locks={} tag=\"{}\" wait={}",
+                                                    o.locks.size(), o.owner_tag, o.wait_ms);
             } else if constexpr (std::is_same_v<T, RedisCommand>) {
                 return fmt::format("redis origin={:x} {} args={} script_budget={}", o.origin,
                                    o.argv.empty() ? "" : o.argv[0], o.argv.size() - 1,

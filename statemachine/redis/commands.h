@@ -20,7 +20,8 @@ namespace raftlock::statemachine::redis {
 inline constexpr uint8_t kRedisFormatCollections = 6;
 inline constexpr uint8_t kRedisFormatPubSub = 7;
 inline constexpr uint8_t kRedisFormatTransactions = 8;
-inline constexpr uint8_t kRedisFormatNewest = kRedisFormatTransactions;
+// Format 9 (AcquireMany's wait) changed nothing here: its entries run format 8's commands.
+inline constexpr uint8_t kRedisFormatNewest = 9;
 
 enum class Route : uint8_t {
     kRead = 0,    // served from the local keyspace after a ReadIndex round (linearizable)

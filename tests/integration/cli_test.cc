@@ -57,6 +57,56 @@ TEST_CASE("the CLI acquires, describes and releases a lock across processes",
     CHECK(status.dump().find("leader") != std::string::npos);
 }
 
+TEST_CASE("the CLI takes several locks at once, and lock -- CMD waits for all of them",
+          "[integration][cli][multi]") {
+    ProcessCluster c;
+    REQUIRE(c.wait_for_leader() != 0);
+    const nlohmann::json held = run_json(c, {"acquire", "a", "b", "c", "--ttl", "30s"});
+    INFO(held.dump());
+    CHECK(held["locks"] == nlohmann::json::array({"a", "b", "c"}));
+    const uint64_t session = held["session"].get<uint64_t>();
+    const uint64_t token = held["token"].get<uint64_t>();
+    for (const char* name : {"a", "b", "c"}) {
+        const nlohmann::json info = run_json(c, {"describe", name});
+        REQUIRE(info["holders"].size() == 1);
+        CHECK(info["holders"][0]["token"].get<uint64_t>() == token);
+    }
+    // All or none: b is held, so {b, d} is refused and d stays free.
+    run_json(c, {"acquire", "d", "b", "--no-wait"}, 1);
+    CHECK(run_json(c, {"describe", "d"})["waiters"].empty());
+
+    // lock b x -- CMD: queued on both (x is free but waits with b), runs once b is released.
+    const std::string out = c.dir() + "/multi.out";
+    const pid_t cli = spawn_program(
+        {raftlock_path(), "--endpoints", c.endpoints(), "lock", "b", "x", "--ttl", "30s", "--wait",
+         "20s", "--", "/bin/sh", "-c", "echo \"$RAFTLOCK_LOCK $RAFTLOCK_TOKEN\" > " + out},
+        c.dir() + "/multi.log");
+    nlohmann::json x;
+    for (int i = 0; i < 500; ++i) {
+        x = run_json(c, {"describe", "x"});
+        if (!x["waiters"].empty()) {
+            break;
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    INFO(x.dump());
+    REQUIRE(x["waiters"].size() == 1);
+    CHECK(x["holders"].empty());
+    CHECK(x["waiters"][0]["together"] == nlohmann::json::array({"b"}));
+    CHECK(!std::filesystem::exists(out));
+    run_json(c, {"release", "b", "--session", std::to_string(session)});
+    REQUIRE(wait_program(cli, 20000) == 0);
+    std::ifstream in(out);
+    std::string names;
+    uint64_t granted = 0;
+    in >> names >> granted;
+    CHECK(names == "b,x");
+    CHECK(granted > token);
+    // The CLI released both on its way out.
+    CHECK(run_json(c, {"describe", "b"})["holders"].empty());
+    CHECK(run_json(c, {"describe", "x"})["holders"].empty());
+}
+
 TEST_CASE("member transfer hands leadership to the voter named, through any node",
           "[integration][cli][membership]") {
     ProcessCluster c;

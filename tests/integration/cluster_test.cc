@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -65,6 +66,74 @@ TEST_CASE("locks are acquired and released through any node", "[integration]") {
     auto second = b->try_acquire("orders");
     REQUIRE(second.ok());
     CHECK(second->token > lease->token);  // fencing tokens only grow
+}
+
+TEST_CASE("multi-locks wait in FIFO order on every lock and are granted as one, across nodes",
+          "[integration][multi]") {
+    ProcessCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    REQUIRE(leader != 0);
+    const uint64_t follower = other_than(c, leader);
+    auto a = client_on(c, leader);
+    auto b = client_on(c, follower);
+    auto d = client_on(c, other_than(c, leader, follower));
+    for (auto* client : {a.get(), b.get(), d.get()}) {
+        REQUIRE(client->open_session(10s).ok());
+    }
+    auto held = a->acquire("m1");
+    REQUIRE(held.ok());
+    rc::AcquireOptions wait;
+    wait.wait = 10s;
+    std::optional<rc::ClientResult<std::vector<rc::Lease>>> b_got;
+    std::thread waiter([&] { b_got = b->acquire_many({"m2", "m1"}, wait); });
+    // b waits on m2 too, though m2 is free, and nobody overtakes it there.
+    bool queued = false;
+    for (int i = 0; i < 500 && !queued; ++i) {
+        auto info = d->describe("m2");
+        queued = info.ok() && info->waiters.size() == 1;
+        std::this_thread::sleep_for(10ms);
+    }
+    REQUIRE(queued);
+    CHECK(d->describe("m2")->waiters[0].together == std::vector<std::string>{"m1"});
+    auto busy = d->try_acquire("m2");
+    REQUIRE(!busy.ok());
+    CHECK(busy.error().code == rc::ErrorCode::kLockBusy);
+    // d queues behind b on m2.
+    std::optional<rc::ClientResult<rc::Lease>> d_got;
+    std::thread behind([&] { d_got = d->acquire("m2", wait); });
+    std::this_thread::sleep_for(200ms);
+    REQUIRE(a->release(*held).ok());
+    waiter.join();
+    REQUIRE(b_got.has_value());
+    REQUIRE(b_got->ok());
+    const std::vector<rc::Lease>& leases = b_got->value();
+    REQUIRE(leases.size() == 2);
+    CHECK(leases[0].name == "m2");
+    CHECK(leases[1].name == "m1");
+    CHECK(leases[0].token == leases[1].token);
+    CHECK(leases[0].token > held->token);
+    for (const char* name : {"m1", "m2"}) {
+        auto info = a->describe(name);
+        REQUIRE(info.ok());
+        REQUIRE(info->holders.size() == 1);
+        CHECK(info->holders[0].token == leases[0].token);
+    }
+    // Releasing one lock of the set hands it on by itself.
+    REQUIRE(b->release(leases[0]).ok());
+    behind.join();
+    REQUIRE(d_got.has_value());
+    REQUIRE(d_got->ok());
+    CHECK(d_got->value().token > leases[0].token);
+    // A wait that ends unanswered leaves nothing queued on any lock of the set.
+    rc::AcquireOptions brief;
+    brief.wait = 300ms;
+    auto late = a->acquire_many({"m1", "m4"}, brief);
+    REQUIRE(!late.ok());
+    CHECK(late.error().code == rc::ErrorCode::kWaitTimeout);
+    for (const char* name : {"m1", "m4"}) {
+        auto info = a->describe(name);
+        CHECK((!info.ok() || info->waiters.empty()));  // m4's record went with the wait
+    }
 }
 
 TEST_CASE("kill -9 of the leader keeps holders and the queue; hand-off continues",

@@ -5,11 +5,12 @@
 // same layout) and commands-v5.txt those of version 5 (before Redis lists, sets and sorted sets:
 // the same layout), commands-v6.txt those of version 6 (before PUBLISH: the same layout) and
 // commands-v7.txt those of version 7 (before MULTI/EXEC: the same layout without tag 33); they
-// must still decode, to the command sample_commands() has at that position, so that a log written
-// by an earlier server replays. golden/commands-v8.txt pins version 8 byte for byte: an accidental
-// change to the encoding fails here, not in a replica. sample_commands() only grows at its end; a
-// new sample needs its line in commands-v8.txt (the failure prints it; RAFTLOCK_GOLDEN_WRITE=1
-// writes it, to be reviewed as a diff).
+// and commands-v8.txt those of version 8 (before AcquireMany's wait); they must still decode, to
+// the command sample_commands() has at that position, so that a log written by an earlier server
+// replays. golden/commands-v9.txt pins version 9 byte for byte: an accidental change to the
+// encoding fails here, not in a replica. sample_commands() only grows at its end; a new sample
+// needs its line in commands-v9.txt (the failure prints it; RAFTLOCK_GOLDEN_WRITE=1 writes it, to
+// be reviewed as a diff).
 
 #include <cstdlib>
 #include <filesystem>
@@ -82,7 +83,7 @@ void check_older_format(const std::string& file, size_t lines, uint8_t version) 
     }
 }
 
-TEST_CASE("entries of format versions 1 to 7 still decode, and re-encode as version 8",
+TEST_CASE("entries of format versions 1 to 8 still decode, and re-encode as version 9",
           "[statemachine][codec][golden]") {
     // The samples of November 2026: every op and both budget forms (version 1), then attach and
     // the containers-at-end multi (version 2, before ACLs), then ACLs (version 3, before users).
@@ -97,19 +98,22 @@ TEST_CASE("entries of format versions 1 to 7 still decode, and re-encode as vers
     check_older_format("commands-v6.txt", 32, kCommandFormatVersionV6);
     // Version 7 (before MULTI/EXEC): every sample of its time, in version 8's layout.
     check_older_format("commands-v7.txt", 33, kCommandFormatVersionV7);
+    // Version 8 (before AcquireMany's wait): its multi-lock line ends without one and decodes to
+    // a multi-lock that does not wait.
+    check_older_format("commands-v8.txt", 34, kCommandFormatVersionV8);
 }
 
-TEST_CASE("format version 8 is pinned byte for byte", "[statemachine][codec][golden]") {
+TEST_CASE("format version 9 is pinned byte for byte", "[statemachine][codec][golden]") {
     const std::vector<Command> samples = sample_commands();
     std::string expected;
     for (const Command& c : samples) {
         expected += golden_line(c) + "\n";
     }
     if (std::getenv("RAFTLOCK_GOLDEN_WRITE") != nullptr) {
-        std::ofstream(std::filesystem::path(RAFTLOCK_GOLDEN_DIR) / "commands-v8.txt") << expected;
+        std::ofstream(std::filesystem::path(RAFTLOCK_GOLDEN_DIR) / "commands-v9.txt") << expected;
     }
-    const std::vector<GoldenLine> golden = read_golden("commands-v8.txt");
-    INFO("commands-v8.txt for today's samples:\n" << expected);
+    const std::vector<GoldenLine> golden = read_golden("commands-v9.txt");
+    INFO("commands-v9.txt for today's samples:\n" << expected);
     REQUIRE(golden.size() == samples.size());
     for (size_t i = 0; i < samples.size(); ++i) {
         INFO("line " << i + 1 << ": " << golden[i].text);

@@ -410,6 +410,140 @@ TEST_CASE("a multi-lock acquires every lock or none", "[statemachine][locks][mul
     }
 }
 
+AcquireMany many_of(std::vector<LockSpec> locks, TimeMs wait_ms, std::string tag = "") {
+    AcquireMany many;
+    many.locks = std::move(locks);
+    many.owner_tag = std::move(tag);
+    many.wait_ms = wait_ms;
+    return many;
+}
+
+TEST_CASE("a multi-lock that waits queues on every lock and is granted on all in one entry",
+          "[statemachine][locks][multi]") {
+    Harness h;
+    SessionId a = h.open();
+    SessionId b = h.open();
+    const Index ty = h.lock(b, "y").token;
+    ApplyResult queued = h.run(a, many_of({{"x", kX, 1}, {"y", kX, 1}}, 1000, "t"));
+    CHECK(queued.response.lock == LockOutcome::kQueued);
+    // Queued on both, holding neither: x is free but waits for the set.
+    CHECK(h.sm.describe_lock("x")->holders.empty());
+    CHECK(h.sm.describe_lock("x")->waiters.size() == 1);
+    CHECK(h.sm.describe_lock("y")->waiters.size() == 1);
+    // Nobody overtakes the set on x, not even a try of a free lock.
+    SessionId c = h.open();
+    CHECK(h.lock(c, "x").code == ErrorCode::kLockBusy);
+    ApplyResult out = h.run(b, Release{"y", "", ty});
+    CHECK(out.grants == std::vector<LockGrant>{{a, "x", "t", out.index}, {a, "y", "t", out.index}});
+    CHECK(h.sm.describe_lock("x")->holders.front().token == out.index);
+    CHECK(h.sm.describe_lock("y")->holders.front().token == out.index);
+    CHECK(h.sm.describe_lock("x")->waiters.empty());
+}
+
+TEST_CASE("multi-lock waits on crossing sets are granted in log order, without deadlock",
+          "[statemachine][locks][multi]") {
+    // a holds x and y; b wants {x, z}, c wants {y, z}, d wants {z}: two sets that, taken one lock
+    // at a time in different orders, could deadlock. Granted oldest first: b, then c and d.
+    Harness h;
+    SessionId a = h.open();
+    SessionId b = h.open();
+    SessionId c = h.open();
+    SessionId d = h.open();
+    ApplyResult held = h.run(a, many_of({{"x", kX, 1}, {"y", kX, 1}}, 0));
+    REQUIRE(held.response.lock == LockOutcome::kGranted);
+    CHECK(h.run(b, many_of({{"z", kX, 1}, {"x", kX, 1}}, 5000)).response.lock ==
+          LockOutcome::kQueued);
+    CHECK(h.run(c, many_of({{"y", kX, 1}, {"z", kX, 1}}, 5000)).response.lock ==
+          LockOutcome::kQueued);
+    CHECK(h.lock(d, "z", "", kX, 5000).lock == LockOutcome::kQueued);
+    // y freed: c heads y's queue but not z's (b came first), so nothing is granted.
+    ApplyResult out = h.run(a, Release{"y", "", held.response.token});
+    CHECK(out.grants.empty());
+    out = h.run(a, Release{"x", "", held.response.token});
+    CHECK(out.grants == std::vector<LockGrant>{{b, "x", "", out.index}, {b, "z", "", out.index}});
+    const Index tb = out.index;
+    out = h.run(b, CloseSession{});
+    // b's end frees x and z: c (older than d on z) takes y and z; d still waits behind it.
+    CHECK(out.grants == std::vector<LockGrant>{{c, "y", "", out.index}, {c, "z", "", out.index}});
+    CHECK(tb < out.index);
+    out = h.run(c, CloseSession{});
+    CHECK(out.grants == std::vector<LockGrant>{{d, "z", "", out.index}});
+}
+
+TEST_CASE("a multi-lock wait ends on all its locks: cancel, deadline, session end",
+          "[statemachine][locks][multi]") {
+    Harness h;
+    SessionId a = h.open();
+    SessionId b = h.open();
+    SessionId c = h.open();
+    h.lock(a, "y");
+    SECTION("cancel by any of its locks") {
+        REQUIRE(h.run(b, many_of({{"x", kX, 1}, {"y", kX, 1}}, 1000, "t")).response.lock ==
+                LockOutcome::kQueued);
+        CHECK(h.lock(c, "x", "", kX, 1000).lock == LockOutcome::kQueued);
+        ApplyResult out = h.run(b, Cancel{"y", "t"});
+        CHECK(out.response.lock == LockOutcome::kCancelled);
+        // Reported on every lock: the server waits on the set under its first name, x.
+        CHECK(out.wait_timeouts == std::vector<WaitTimeout>{{b, "x", "t"}, {b, "y", "t"}});
+        // x was free behind the set: its next waiter takes it in the same entry.
+        CHECK(out.grants == std::vector<LockGrant>{{c, "x", "", out.index}});
+        CHECK(h.sm.describe_lock("y")->waiters.empty());
+        CHECK(h.sm.session(b)->locks == 0);
+    }
+    SECTION("the deadline times out every lock of the set") {
+        REQUIRE(h.run(b, many_of({{"x", kX, 1}, {"y", kX, 1}}, 1000, "t")).response.lock ==
+                LockOutcome::kQueued);
+        h.time_ms += 1000;
+        ApplyResult out = h.leader(Noop{});
+        CHECK(out.wait_timeouts == std::vector<WaitTimeout>{{b, "x", "t"}, {b, "y", "t"}});
+        CHECK(!h.sm.describe_lock("x"));  // the record made for the wait is gone with it
+        CHECK(h.sm.describe_lock("y")->waiters.empty());
+    }
+    SECTION("the session's end") {
+        REQUIRE(h.run(b, many_of({{"x", kX, 1}, {"y", kX, 1}}, 1000, "t")).response.lock ==
+                LockOutcome::kQueued);
+        CHECK(h.lock(c, "x", "", kX, 1000).lock == LockOutcome::kQueued);
+        ApplyResult out = h.run(b, CloseSession{});
+        CHECK(out.grants == std::vector<LockGrant>{{c, "x", "", out.index}});
+        CHECK(h.sm.describe_lock("y")->waiters.empty());
+    }
+}
+
+TEST_CASE("multi-lock waits with shared locks and semaphores keep FIFO order",
+          "[statemachine][locks][multi]") {
+    Harness h;
+    SessionId a = h.open();
+    SessionId b = h.open();
+    SessionId c = h.open();
+    const Index ta = h.lock(a, "r", "", kX).token;
+    // b: r shared and one permit of a 1-permit semaphore; c: r shared alone, queued behind b.
+    REQUIRE(
+        h.run(b, many_of({{"r", kS, 1}, {"sem", LockMode::kSemaphore, 1}}, 1000)).response.lock ==
+        LockOutcome::kQueued);
+    CHECK(h.lock(c, "r", "", kS, 1000).lock == LockOutcome::kQueued);
+    ApplyResult out = h.run(a, Release{"r", "", ta});
+    // Both shared grants in one entry: the set, then c behind it.
+    CHECK(out.grants == std::vector<LockGrant>{{b, "r", "", out.index},
+                                               {b, "sem", "", out.index},
+                                               {c, "r", "", out.index}});
+}
+
+TEST_CASE("a snapshot keeps multi-lock waits, and restores them as one set",
+          "[statemachine][locks][multi]") {
+    Harness h;
+    SessionId a = h.open();
+    SessionId b = h.open();
+    const Index ty = h.lock(a, "y").token;
+    REQUIRE(h.run(b, many_of({{"x", kX, 1}, {"y", kX, 1}}, 1000)).response.lock ==
+            LockOutcome::kQueued);
+    StateMachine restored;
+    REQUIRE(restored.restore(h.sm.snapshot()) == ErrorCode::kOk);
+    CHECK(restored.snapshot() == h.sm.snapshot());
+    h.sm = std::move(restored);
+    ApplyResult out = h.run(a, Release{"y", "", ty});
+    CHECK(out.grants == std::vector<LockGrant>{{b, "x", "", out.index}, {b, "y", "", out.index}});
+}
+
 TEST_CASE("a session's end drops its waits and hands off its holds", "[statemachine][locks]") {
     Harness h;
     SessionId a = h.open();

@@ -205,10 +205,19 @@ private:
         } else if (roll < 88) {
             return Cancel{rng_.pick(kLocks), rng_.pick(kTags)};
         } else if (roll < 93) {
+            // Two or three locks in any order, so that waiting sets cross one another.
             AcquireMany m;
             m.owner_tag = rng_.pick(kTags);
-            m.locks.push_back(LockSpec{"L0", LockMode::kExclusive, 1});
-            m.locks.push_back(LockSpec{rng_.chance(50) ? "L1" : "L2", LockMode::kShared, 1});
+            std::vector<std::string> names = kLocks;
+            for (size_t i = names.size(); i > 1; i--) {
+                std::swap(names[i - 1], names[rng_.below(i)]);
+            }
+            names.resize(2 + rng_.below(2));
+            for (const std::string& name : names) {
+                m.locks.push_back(
+                    LockSpec{name, rng_.chance(70) ? LockMode::kExclusive : LockMode::kShared, 1});
+            }
+            m.wait_ms = rng_.chance(30) ? 0 : static_cast<TimeMs>(100 + rng_.below(3000));
             return m;
         } else if (roll < 97) {
             return KeepAlive{};
@@ -262,8 +271,18 @@ struct Coverage {
     size_t multi_ok = 0;
     size_t cancel_reported_grant = 0;
     size_t delayed_locks = 0;
+    size_t multi_queued = 0;
+    size_t multi_handed_off = 0;  // a queued set granted by a later entry
 
     void observe(const Command& c, const ApplyResult& out, const StateMachine& sm) {
+        if (std::holds_alternative<AcquireMany>(c.op) &&
+            out.response.lock == LockOutcome::kQueued && !out.replayed) {
+            multi_queued++;
+        }
+        std::map<std::pair<SessionId, std::string>, size_t> granted;
+        for (const LockGrant& g : out.grants) {
+            multi_handed_off += ++granted[{g.session, g.owner_tag}] == 2 ? 1 : 0;
+        }
         codes[out.response.code]++;
         handoffs += out.grants.size();
         wait_timeouts += out.wait_timeouts.size();
@@ -417,6 +436,8 @@ TEST_CASE("random command sequences keep replicas identical and every invariant 
     CHECK(coverage.multi_ok > 0);
     CHECK(coverage.cancel_reported_grant > 0);
     CHECK(coverage.delayed_locks > 0);
+    CHECK(coverage.multi_queued > 0);
+    CHECK(coverage.multi_handed_off > 0);
 }
 
 TEST_CASE("long random sequences keep replicas identical and every invariant true",

@@ -137,6 +137,13 @@ inline std::vector<Command> sample_commands() {
                            {{"GET", "counter"}, {"SET", "counter", "42"}, {"PUBLISH", "c", "42"}}},
         100000};
     out.push_back(exec);
+    // A multi-lock that waits (version 9: AcquireMany ends with its wait_ms).
+    AcquireMany waiting;
+    waiting.locks = {LockSpec{"jobs/a", LockMode::kExclusive, 1},
+                     LockSpec{"jobs/b", LockMode::kShared, 1}};
+    waiting.owner_tag = "w";
+    waiting.wait_ms = 30000;
+    out.push_back(session_command(waiting));
     return out;
 }
 

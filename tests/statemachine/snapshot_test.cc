@@ -102,7 +102,7 @@ TEST_CASE("a snapshot of another format version is refused, even with a valid ch
     build_rich_state(h);
     std::string bytes = h.sm.snapshot();
     std::string body = bytes.substr(0, bytes.size() - 4);
-    body[4] = 8;  // the version byte follows the 4-byte magic; 1 to 7 are known
+    body[4] = 9;  // the version byte follows the 4-byte magic; 1 to 8 are known
     std::string resealed = body;
     Writer w(&resealed);
     w.fixed32(crc32c(body));

@@ -11,6 +11,9 @@ namespace raftlock::sim::replica {
 namespace {
 
 constexpr const char* kLock = "the-lock";
+// The other lock of a multi-lock: held with kLock, never alone, so the one-holder check on kLock
+// covers it too.
+constexpr const char* kSecondLock = "second-lock";
 
 }  // namespace
 
@@ -39,6 +42,7 @@ struct LockClient {
     // its attempts. Once abandoned, what the client heard about it, for the Cancel's checks.
     uint64_t cancel_at_us = 0;
     std::vector<uint64_t> acquire_attempts;
+    bool acquiring_both = false;  // the acquire in flight (or cancelling) is a multi-lock
     struct Abandoned {
         std::optional<uint64_t> granted_token;  // a grant pushed for it
         bool cancel_said_not_held = false;      // its Cancel answered CANCELLED or NONE
@@ -47,6 +51,7 @@ struct LockClient {
     std::shared_ptr<Abandoned> cancelling;  // the one the Cancel in flight is for
 
     std::optional<uint64_t> token;  // holding, until release or lapse
+    bool holds_second = false;      // kSecondLock too, with the same token
     size_t hold = 0;                // index in holds_
     uint64_t hold_until_us = 0;
     bool hold_open = false;  // acting as the holder: from the grant to the release or lapse
@@ -181,13 +186,13 @@ void LockClients::step(Client& c) {
     if (c.token) {
         if (!c.hold_open || now >= c.hold_until_us || stopping_) {
             proto::Request r = base_request(c, true);
-            r.mutable_release()->set_name(kLock);
+            r.mutable_release()->set_name(c.holds_second ? kSecondLock : kLock);
             r.mutable_release()->set_owner_tag(c.owner);
             r.mutable_release()->set_token(*c.token);
             if (c.hold_open) {
                 end_hold(c, now, false);  // the client stops acting as the holder now
             }
-            send_op(c, Op::kRelease, std::move(r));
+            send_op(c, c.holds_second ? Op::kReleaseSecond : Op::kRelease, std::move(r));
             return;
         }
         proto::Request r = base_request(c, true);
@@ -203,10 +208,24 @@ void LockClients::step(Client& c) {
         return;  // its keepalives go on
     }
     proto::Request r = base_request(c, true);
-    r.mutable_acquire()->set_name(kLock);
-    r.mutable_acquire()->set_owner_tag(c.owner);
-    r.mutable_acquire()->set_mode(proto::EXCLUSIVE);
-    r.mutable_acquire()->set_wait_ms(params_.wait_ms);
+    c.acquiring_both = world_.rng().uniform(1000) < params_.multi_per_mille;
+    if (c.acquiring_both) {
+        proto::AcquireMany* many = r.mutable_acquire_many();
+        const bool second_first = world_.rng().uniform(2) == 0;
+        for (const char* name :
+             {second_first ? kSecondLock : kLock, second_first ? kLock : kSecondLock}) {
+            proto::AcquireMany::Lock* lock = many->add_locks();
+            lock->set_name(name);
+            lock->set_mode(proto::EXCLUSIVE);
+        }
+        many->set_owner_tag(c.owner);
+        many->set_wait_ms(params_.wait_ms);
+    } else {
+        r.mutable_acquire()->set_name(kLock);
+        r.mutable_acquire()->set_owner_tag(c.owner);
+        r.mutable_acquire()->set_mode(proto::EXCLUSIVE);
+        r.mutable_acquire()->set_wait_ms(params_.wait_ms);
+    }
     c.acquire_attempts.clear();
     c.cancel_at_us = 0;
     if (world_.rng().uniform(1000) < params_.cancel_per_mille) {
@@ -373,6 +392,15 @@ void LockClients::on_op_answer(Client& c, const proto::Response& r) {
                 ++stats_.releases;
             }
             break;
+        case Op::kReleaseSecond:
+            // Released or not (a lapsed session's), the first lock goes next.
+            c.holds_second = false;
+            if (code != proto::OK && code != proto::NOT_LOCK_HOLDER) {
+                verdicts_.fail_liveness(fmt::format("client {}: release of {} answered {} ({})",
+                                                    c.owner, kSecondLock, proto::Code_Name(code),
+                                                    r.message()));
+            }
+            break;
         case Op::kCancel:
             on_cancel_answer(c, r);
             break;
@@ -391,6 +419,7 @@ void LockClients::on_grant(Client& c, uint64_t token) {
     if (now >= safe_until_us(c)) {
         // Granted, but the session may be gone already: not a hold (release it).
         c.token = token;
+        c.holds_second = c.acquiring_both;
         c.hold_open = false;
         return;
     }
@@ -411,6 +440,8 @@ void LockClients::on_grant(Client& c, uint64_t token) {
                                    c.owner, token, max_ended_token_));
     }
     c.token = token;
+    c.holds_second = c.acquiring_both;
+    stats_.multi_grants += c.acquiring_both ? 1 : 0;
     c.hold_open = true;
     c.hold = holds_.size();
     holds_.push_back(Hold{c.index, token, now, std::nullopt});
@@ -481,6 +512,7 @@ void LockClients::lose_session(Client& c, std::string_view how) {
     c.session = 0;
     c.op = Op::kNone;
     c.token.reset();
+    c.holds_second = false;
     c.keepalives.clear();
     c.acquire_attempts.clear();
     c.cancel_at_us = 0;

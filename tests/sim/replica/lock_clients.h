@@ -5,13 +5,16 @@
 // Each client does what the client library does (client/): it opens a session and keeps it alive
 // with keepalives at a third of its timeout, acquires one exclusive lock with a wait, and while it
 // holds the lock makes fenced writes (SetData with the lock's token) to a node of its own, then
-// releases. Some acquires run out of patience before their wait ends: the client abandons the
-// request and sends Cancel (whose ack_seq covers the acquire, as client/client_locks.cc does); a
-// Cancel answered LOCK_GRANTED is a hold like any other. A write whose answer is lost is retried
-// with the same (session, seq) on another node, as exactly-once allows. The client computes its
-// safe-until deadline as the library does (client/safe_until.h, with no margin: the simulated
-// clocks do not drift): send time of the latest acknowledged keepalive (or the open) + the session
-// timeout. It acts as the holder only until then.
+// releases. Some acquires are multi-locks (AcquireMany) of the lock and a second one, in either
+// order, waiting on both queues as one and granted on both with one token; their holder releases
+// the second lock, then the first. Their Cancel names the checked lock, which is not always the
+// name the server keeps the set's wait under. Some acquires run out of patience before their wait
+// ends: the client abandons the request and sends Cancel (whose ack_seq covers the acquire, as
+// client/client_locks.cc does); a Cancel answered LOCK_GRANTED is a hold like any other. A write
+// whose answer is lost is retried with the same (session, seq) on another node, as exactly-once
+// allows. The client computes its safe-until deadline as the library does (client/safe_until.h,
+// with no margin: the simulated clocks do not drift): send time of the latest acknowledged
+// keepalive (or the open) + the session timeout. It acts as the holder only until then.
 //
 // The checks, each on every event:
 //   one holder      no two clients hold the lock at once, each until its release was sent or
@@ -43,6 +46,7 @@ struct ClientParams {
     int64_t session_timeout_ms = 1000;
     int64_t wait_ms = 1500;
     uint32_t cancel_per_mille = 250;  // acquires that give up (Cancel) before their wait ends
+    uint32_t multi_per_mille = 300;   // acquires of the lock and a second one together
     uint64_t hold_min_ms = 10;
     uint64_t hold_max_ms = 200;
     bool trace = false;  // print every request and answer
@@ -58,6 +62,7 @@ struct ClientStats {
     uint64_t retries = 0;
     uint64_t cancels = 0;          // Cancels answered
     uint64_t cancels_granted = 0;  // of them, answered with the grant that beat the Cancel
+    uint64_t multi_grants = 0;     // grants of a multi-lock (within grants)
 };
 
 struct LockClient;  // lock_clients.cc
@@ -79,7 +84,16 @@ public:
 private:
     using Client = LockClient;
     friend struct LockClient;
-    enum class Op : uint8_t { kNone, kOpen, kCreate, kAcquire, kWrite, kRelease, kCancel };
+    enum class Op : uint8_t {
+        kNone,
+        kOpen,
+        kCreate,
+        kAcquire,
+        kWrite,
+        kRelease,
+        kReleaseSecond,  // a multi-lock's second lock, released first
+        kCancel,
+    };
 
     void step(Client& c) override;
     bool ensure_conn(Client& c);
