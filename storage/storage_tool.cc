@@ -1,21 +1,28 @@
-// raftlock-storage: inspects a store without changing it (RocksDB opened read-only).
+// raftlock-storage: inspects a store without changing it (RocksDB opened read-only), and makes a
+// new cluster's stores from a copy of one.
 //
 //   raftlock-storage verify DIR            check every checksum; exit 1 on corruption
 //   raftlock-storage hard-state DIR        term, vote, commit
 //   raftlock-storage log DIR [LO [HI]]     entries in [LO, HI), default the whole log
 //   raftlock-storage snapshot DIR          snapshot metadata and file
+//   raftlock-storage restore COPY NEWDIR --member ID=HOST:PORT...
+//                                          a new cluster's store from a copy (restore_copy.h)
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "raft/text.h"
+#include "storage/restore_copy.h"
 #include "storage/rocks_storage.h"
 
 namespace {
@@ -25,7 +32,11 @@ using raftlock::storage::RocksStorage;
 int usage() {
     std::fputs(
         "usage: raftlock-storage verify|hard-state|snapshot DIR\n"
-        "       raftlock-storage log DIR [LO [HI]]\n",
+        "       raftlock-storage log DIR [LO [HI]]\n"
+        "       raftlock-storage restore COPY NEWDIR --member ID=HOST:PORT... \\\n"
+        "           [--session-timeout-min MS] [--session-timeout-max MS]\n"
+        "           (every member of the new cluster, with its Raft address; the two bounds as\n"
+        "           the old cluster's raftlockd had them)\n",
         stderr);
     return 2;
 }
@@ -70,9 +81,81 @@ void print_log(const RocksStorage& store, raftlock::raft::Index lo, raftlock::ra
     }
 }
 
+// std::stoull and friends, with the flag named when the value is not a number.
+template <typename Parse>
+auto number(const std::string& flag, const std::string& text, Parse parse) {
+    try {
+        size_t used = 0;
+        auto value = parse(text, &used);
+        if (used == text.size()) {
+            return value;
+        }
+    } catch (const std::exception&) {
+    }
+    throw std::invalid_argument(fmt::format("{} wants a number, not '{}'", flag, text));
+}
+
+// `restore COPY NEWDIR --member ID=HOST:PORT... [--session-timeout-min MS] [...-max MS]`.
+int restore(const std::vector<std::string>& args) {
+    if (args.size() < 3) {
+        return usage();
+    }
+    raftlock::storage::RestoreOptions options;
+    options.from_dir = args[1];
+    options.to_dir = args[2];
+    for (size_t i = 3; i < args.size(); i += 2) {
+        if (i + 1 >= args.size()) {
+            return usage();
+        }
+        const std::string& flag = args[i];
+        const std::string& value = args[i + 1];
+        if (flag == "--member") {
+            const size_t eq = value.find('=');
+            if (eq == std::string::npos || eq == 0 || eq + 1 == value.size()) {
+                fmt::print(stderr, "raftlock-storage: --member wants ID=HOST:PORT, not '{}'\n",
+                           value);
+                return 2;
+            }
+            const uint64_t id =
+                number("--member", value.substr(0, eq),
+                       [](const std::string& t, size_t* n) { return std::stoull(t, n); });
+            options.members.voters.push_back(id);
+            options.members.addresses[id] = value.substr(eq + 1);
+        } else if (flag == "--session-timeout-min") {
+            options.state_machine.session_timeout_ms_min = number(
+                flag, value, [](const std::string& t, size_t* n) { return std::stoll(t, n); });
+        } else if (flag == "--session-timeout-max") {
+            options.state_machine.session_timeout_ms_max = number(
+                flag, value, [](const std::string& t, size_t* n) { return std::stoll(t, n); });
+        } else {
+            return usage();
+        }
+    }
+    std::sort(options.members.voters.begin(), options.members.voters.end());
+    if (std::adjacent_find(options.members.voters.begin(), options.members.voters.end()) !=
+        options.members.voters.end()) {
+        fmt::print(stderr, "raftlock-storage: a member id is given twice\n");
+        return 2;
+    }
+    auto done = raftlock::storage::restore_copy(options);
+    if (!done.ok()) {
+        fmt::print(stderr, "raftlock-storage: {}\n", done.error());
+        return 1;
+    }
+    fmt::print(
+        "restored {} into {}: the copy's state at index {} (term {}; its snapshot at {}, then {} "
+        "entries of its log), {} bytes, as a snapshot with members {}\n",
+        options.from_dir, options.to_dir, done->index, done->term, done->copy_snapshot_index,
+        done->entries_applied, done->snapshot_bytes, fmt::join(options.members.voters, ","));
+    return 0;
+}
+
 int run(const std::vector<std::string>& args) {
     if (args.size() < 2) {
         return usage();
+    }
+    if (args[0] == "restore") {
+        return restore(args);
     }
     const std::string& command = args[0];
     raftlock::storage::RocksStorageOptions options;
