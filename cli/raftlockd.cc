@@ -28,6 +28,7 @@
 #include "net/zk_listener.h"
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
+#include "server/admin_console.h"
 #include "server/clock.h"
 #include "server/config.h"
 #include "server/metrics.h"
@@ -603,6 +604,8 @@ int run(const ServerConfig& config) {
                                         .listen_port = config.admin_listen.port,
                                         .tls = tls.value().admin};
     net::AdminHttp admin(io, admin_options, std::move(routes));
+    // The web console: GET / (docs/operations.md, "Web console").
+    add_console_routes(admin, replica, clock, config.console_actions);
     ports.admin = &admin;
     metrics.add_counter("raftlock_admin_connections_evicted_total",
                         "Admin HTTP connections closed before a whole request to make room for a "
