@@ -86,3 +86,25 @@ answer=$(curl -s -w ' %{http_code}' -X POST -H 'X-Raftlock-Console: 1' \
 curl -s "$(admin "$follower")/api/events?after=0" | grep -q "\"kind\":\"session-expiry\",\"seq\":[0-9]*,\"session\":$session" ||
     fail "no expiry of session $session in the live feed"
 echo "ok: the console handed leadership to node $follower, which expired session $session"
+
+# ---- actions with authentication on: root users only, by HTTP Basic over HTTPS ------------------
+cluster down --wipe >/dev/null
+RAFTLOCKD_ARGS="--console-actions on" cluster up --secure >/dev/null
+pki=$work/data/pki
+export RAFTLOCK_CACERT=$pki/ca.crt RAFTLOCK_USER=root RAFTLOCK_PASSWORD_FILE=$pki/root.pw
+printf 'bob-password' >"$work/bob.pw"
+"$build_dir/cli/raftlock" --endpoints "$endpoints" user add bob --new-password-file "$work/bob.pw" \
+    >/dev/null
+held=$("$build_dir/cli/raftlock" --endpoints "$endpoints" --output json acquire auth-demo --ttl 30s)
+url="https://127.0.0.1:$((port_base + 201))/api/actions/force-release?name=auth-demo"
+url+="&session=$(json_field session <<<"$held")&token=$(json_field token <<<"$held")"
+post() { curl -s -w ' %{http_code}' --cacert "$pki/ca.crt" -X POST -H 'X-Raftlock-Console: 1' "$@"; }
+answer=$(post "$url")
+[[ $answer == *"needs a root user's name and password"*" 401" ]] || fail "no credentials: got $answer"
+answer=$(post -u root:wrong "$url")
+[[ $answer == "wrong user name or password"*" 401" ]] || fail "a wrong password: got $answer"
+answer=$(post -u bob:bob-password "$url")
+[[ $answer == *"bob does not hold the root role"*" 403" ]] || fail "a user without root: got $answer"
+answer=$(post -u "root:$(cat "$pki/root.pw")" "$url")
+[[ $answer == "done at index"*" 200" ]] || fail "root's force-release: got $answer"
+echo "ok: with authentication on, only a root user with its password may act"
