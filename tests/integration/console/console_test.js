@@ -2,13 +2,13 @@
 // CLI must appear with its holder and token, waiters in the order they queued, and the grant in
 // the live feed within a second of the CLI printing it.
 //
-//   node console_test.js ADMIN_URL RAFTLOCK_CLI ENDPOINTS SCREENSHOT_DIR
+//   node console_test.js ADMIN_URL RAFTLOCK_CLI ENDPOINTS SCREENSHOT_DIR FOLLOWER_ADMIN_URL
 "use strict";
 const puppeteer = require("puppeteer-core");
 const { execFileSync, spawn } = require("child_process");
 const path = require("path");
 
-const [adminUrl, cli, endpoints, shotDir] = process.argv.slice(2);
+const [adminUrl, cli, endpoints, shotDir, followerUrl] = process.argv.slice(2);
 const LOCK = "orders/db-migration";
 const FEED_MS_MAX = 1000;
 
@@ -108,8 +108,10 @@ async function waitFor(what, fn, timeoutMs) {
           "the waiter that queued first is first");
     const sessions = await page.evaluate(() =>
       [...document.querySelectorAll("#sessions tbody tr")].map((r) => r.innerText));
+    // On the leader each row's time left is a duration ("27.1 s"), not "ask the leader".
     check([held.session, sessionOf(queued[0]), sessionOf(queued[1])].every(
-      (s) => sessions.some((r) => r.startsWith("s" + s))), "the three sessions are listed with time left");
+      (s) => sessions.some((r) => r.split("\t")[0] === "s" + s && /^\d+\.\d s$/.test(r.split("\t")[3]))),
+          "the three sessions are listed with time left: " + JSON.stringify(sessions));
 
     await page.screenshot({ path: path.join(shotDir, "console-overview.png"), fullPage: true });
     await (await page.$("#locks-section")).screenshot({ path: path.join(shotDir, "console-locks.png") });
@@ -136,6 +138,21 @@ async function waitFor(what, fn, timeoutMs) {
     await (await page.$("#feed-section")).screenshot({ path: path.join(shotDir, "console-feed.png") });
     await (await page.$("#charts-section")).screenshot({ path: path.join(shotDir, "console-charts.png") });
     check(pageErrors.length === 0, "no script errors in the page: " + JSON.stringify(pageErrors));
+
+    // A follower's console: the same lock, and sessions whose time left only the leader knows.
+    const follower = await browser.newPage();
+    follower.on("pageerror", (e) => pageErrors.push(e.message));
+    await follower.goto(followerUrl + "/", { waitUntil: "domcontentloaded" });
+    const seen = await waitFor("the follower's view", () => follower.evaluate((name) => {
+      const row = [...document.querySelectorAll("#locks tbody tr")]
+        .find((tr) => tr.querySelector(".lock-name")?.textContent === name);
+      const sessions = [...document.querySelectorAll("#sessions tbody tr")].map((r) => r.innerText);
+      return row && sessions.length ? { holder: row.querySelector(".holder").innerText, sessions } : null;
+    }, LOCK), 5000);
+    check(seen.holder.includes("token " + handed.token) &&
+          seen.sessions.every((r) => r.includes("ask the leader")),
+          "a follower's console shows the holder, and leaves time left to the leader");
+    check(pageErrors.length === 0, "no script errors on the follower's page: " + JSON.stringify(pageErrors));
   } finally {
     for (const w of waiters) w.kill();
     await browser.close();

@@ -31,8 +31,10 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 [ -n "$leader" ] && [ "$leader" != 0 ] || { echo "no leader" >&2; exit 1; }
+follower=$((leader % 3 + 1))
 NODE_PATH="$work/node_modules" node "$here/console_test.js" \
-    "http://127.0.0.1:$((port_base + 200 + leader))" "$build_dir/cli/raftlock" "$endpoints" "$shots"
+    "http://127.0.0.1:$((port_base + 200 + leader))" "$build_dir/cli/raftlock" "$endpoints" "$shots" \
+    "http://127.0.0.1:$((port_base + 200 + follower))"
 
 # ---- actions (curl): off by default, on for a node restarted with --console-actions on ---------
 admin() { echo "http://127.0.0.1:$((port_base + 200 + $1))"; }
@@ -45,7 +47,6 @@ held=$("$build_dir/cli/raftlock" --endpoints "$endpoints" --output json acquire 
 session=$(json_field session <<<"$held")
 token=$(json_field token <<<"$held")
 release_query="name=actions-demo&session=$session&token=$token"
-follower=$((leader % 3 + 1))
 answer=$(curl -s -w ' %{http_code}' -X POST -H 'X-Raftlock-Console: 1' \
     "$(admin "$follower")/api/actions/force-release?$release_query")
 [[ $answer == *"console actions are off"*" 403" ]] || fail "actions off: got $answer"
