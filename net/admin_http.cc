@@ -525,7 +525,8 @@ private:
 void AdminCore::park(const ConnPtr& c,
                      const AdminHttp::AsyncRoute& route,
                      const HttpRequest& request) {
-    RL_ASSERT(!c->parked && !c->reading);
+    RL_ASSERT(!c->parked);
+    RL_ASSERT(!c->reading);
     if (parked_ >= options_.parked_max) {
         log_.log("http-parked", fmt::format("admin http: {} requests already wait for a reply",
                                             options_.parked_max));

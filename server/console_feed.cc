@@ -74,7 +74,8 @@ std::vector<ConsoleEvent> ConsoleFeed::since(uint64_t after, size_t max) const {
     }
     // Numbers are consecutive in the ring: the first event above `after` is found by offset.
     const uint64_t first = std::max(after + 1, first_seq());
-    RL_ASSERT(first >= first_seq() && first <= last_seq());
+    RL_ASSERT(first >= first_seq());
+    RL_ASSERT(first <= last_seq());
     for (size_t i = first - first_seq(); i < events_.size() && out.size() < max; ++i) {
         RL_ASSERT(events_[i].seq > after);
         out.push_back(events_[i]);
@@ -123,7 +124,8 @@ void ConsoleFeed::drop_gone_waiters() {
 }
 
 ConsoleFeed::Park ConsoleFeed::park(Waiter waiter) {
-    RL_ASSERT(waiter.waiting != nullptr && waiter.wake != nullptr);
+    RL_ASSERT(waiter.waiting != nullptr);
+    RL_ASSERT(waiter.wake != nullptr);
     // Above the last number too: a reader of an earlier run of this node, told now to start over.
     if (waiter.after != last_seq()) {
         return Park::kReady;

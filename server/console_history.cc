@@ -34,7 +34,8 @@ void ConsoleHistory::sample(const Counters& now) {
         return;
     }
     // Counters never go back: each is read from the same source every time.
-    RL_ASSERT(now.commit_count >= before.commit_count && now.fsync_count >= before.fsync_count);
+    RL_ASSERT(now.commit_count >= before.commit_count);
+    RL_ASSERT(now.fsync_count >= before.fsync_count);
     RL_ASSERT(now.applied_entries >= before.applied_entries);
     RL_ASSERT(now.storage_syncs >= before.storage_syncs);
     const double seconds = static_cast<double>(span_ms) / 1000.0;
