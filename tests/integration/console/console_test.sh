@@ -68,6 +68,9 @@ holders=$(curl -s "$(admin "$follower")/api/lock?name=actions-demo" |
 curl -s "$(admin "$follower")/api/events?after=0" | grep -q '"kind":"revoke"' ||
     fail "no revoke in the live feed"
 echo "ok: a force-release from the console released the hold, and the feed shows the revoke"
+held=$("$build_dir/cli/raftlock" --endpoints "$endpoints" --output json acquire button-demo --ttl 30s)
+NODE_PATH="$work/node_modules" node "$here/actions_test.js" "$(admin "$follower")" button-demo \
+    "$(json_field session <<<"$held")" "$(json_field token <<<"$held")" "$shots"
 answer=$(curl -s -w ' %{http_code}' -X POST -H 'X-Raftlock-Console: 1' \
     "$(admin "$follower")/api/actions/expire-session?session=$session")
 [[ $answer == *"only the leader expires sessions: use node $leader's console"*" 409" ]] ||
