@@ -611,6 +611,10 @@ int run(const ServerConfig& config) {
                         "Admin HTTP connections closed before a whole request to make room for a "
                         "new one (all were taken).",
                         [&admin] { return static_cast<double>(admin.evicted()); });
+    metrics.add_gauge("raftlock_admin_parked_requests",
+                      "Admin HTTP requests waiting for a later reply: the web console's "
+                      "long-polls and actions.",
+                      [&admin] { return static_cast<double>(admin.parked()); });
 
     for (auto [name, started] :
          {std::pair{"raft", transport.start()}, std::pair{"client", listener.start()},
