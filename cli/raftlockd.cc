@@ -211,7 +211,8 @@ bool is_loopback(const std::string& host) {
 
 // The server contexts from --tls-cert-file and friends (null without TLS): one for the client
 // ports, and one for the admin port, which asks for no client certificate: its routes only read
-// (status, metrics, health), and probes and scrapers seldom carry one.
+// (status, metrics, health, the console), and probes and scrapers seldom carry one; the console's
+// actions (--console-actions) log in by password when authentication is on.
 struct TlsContexts {
     std::shared_ptr<const net::TlsContext> clients;
     std::shared_ptr<const net::TlsContext> admin;
