@@ -91,7 +91,8 @@ void add_events(net::AdminHttp& http, Replica& replica, const Clock& clock) {
                 pending->reply(json_reply(feed.events_json(*after)));
                 return;
             }
-            // The pending reply is shared: the feed's callbacks hold it, not the connection's.
+            // The feed's waiter owns the pending reply, which refers to its connection weakly: a
+            // client that leaves makes it stop `waiting`, and the feed drops it.
             const ConsoleFeed::Park parked = feed.park(ConsoleFeed::Waiter{
                 .after = *after,
                 .deadline_ms = clock.steady_ms() + static_cast<int64_t>(*wait_ms),

@@ -1,6 +1,7 @@
 // The web console's side of the replica (server/admin_console.h): the live feed, fed as entries
 // apply and as the Raft role changes, and the views that need the replica's own state (the
-// members as this node sees them, the sessions with the leader's deadlines).
+// members as this node sees them, the sessions with the leader's deadlines), and the actions
+// (--console-actions: force-release, expiry, leadership transfer), answered as their entries apply.
 
 #include <algorithm>
 
