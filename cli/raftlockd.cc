@@ -28,6 +28,7 @@
 #include "net/zk_listener.h"
 #include "proto/client.pb.h"
 #include "proto/peer.pb.h"
+#include "server/admin_console.h"
 #include "server/clock.h"
 #include "server/config.h"
 #include "server/metrics.h"
@@ -210,7 +211,8 @@ bool is_loopback(const std::string& host) {
 
 // The server contexts from --tls-cert-file and friends (null without TLS): one for the client
 // ports, and one for the admin port, which asks for no client certificate: its routes only read
-// (status, metrics, health), and probes and scrapers seldom carry one.
+// (status, metrics, health, the console), and probes and scrapers seldom carry one; the console's
+// actions (--console-actions) log in by password when authentication is on.
 struct TlsContexts {
     std::shared_ptr<const net::TlsContext> clients;
     std::shared_ptr<const net::TlsContext> admin;
@@ -603,11 +605,17 @@ int run(const ServerConfig& config) {
                                         .listen_port = config.admin_listen.port,
                                         .tls = tls.value().admin};
     net::AdminHttp admin(io, admin_options, std::move(routes));
+    // The web console: GET / (docs/operations.md, "Web console").
+    add_console_routes(admin, replica, clock, config.console_actions);
     ports.admin = &admin;
     metrics.add_counter("raftlock_admin_connections_evicted_total",
                         "Admin HTTP connections closed before a whole request to make room for a "
                         "new one (all were taken).",
                         [&admin] { return static_cast<double>(admin.evicted()); });
+    metrics.add_gauge("raftlock_admin_parked_requests",
+                      "Admin HTTP requests waiting for a later reply: the web console's "
+                      "long-polls and actions.",
+                      [&admin] { return static_cast<double>(admin.parked()); });
 
     for (auto [name, started] :
          {std::pair{"raft", transport.start()}, std::pair{"client", listener.start()},

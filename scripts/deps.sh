@@ -39,6 +39,8 @@ test_packages=(
     # the ZooKeeper mode's tests, each client unmodified: kazoo; zkCli.sh beside a real ZooKeeper
     # 3.8 (Debian zookeeper); Curator's recipes (compiled with the JDK at test time)
     python3-kazoo zookeeper libcurator-recipes-java default-jdk-headless
+    # the web console's browser test (headless, driven by puppeteer-core from npm)
+    chromium
 )
 packages=()
 if [ "$part" != test ]; then

@@ -242,6 +242,11 @@ void add_identity_fields(std::vector<Field>& out) {
     out.push_back(endpoint_field({"admin-listen", "admin_listen", "HOST:PORT", "Addresses",
                                   "admin HTTP: /status, /metrics, /healthz", "127.0.0.1:7201"},
                                  &ServerConfig::admin_listen));
+    out.push_back(two_word_field(
+        {"console-actions", "console_actions", "off|on", "Addresses",
+         "on: the admin port's web console may force-release a lock, expire a session and "
+         "transfer leadership (root users only when authentication is on)"},
+        &ServerConfig::console_actions, "off", "on"));
     out.push_back(endpoint_field({"redis-listen", "redis_listen", "HOST:PORT", "Addresses",
                                   "Redis (RESP) port; off when not given"},
                                  &ServerConfig::redis_listen));

@@ -71,6 +71,9 @@ struct ServerConfig {
     // when not given
     std::string zk_super_digest;
     std::string data_dir;  // --data-dir (required); created when missing
+    // --console-actions on: the admin port's web console may force-release locks, expire sessions
+    // and transfer leadership (server/admin_console.h); off: it only reads
+    bool console_actions = false;
 
     // --- TLS (net/tls.h, docs/security.md): every client port (native, Redis, PostgreSQL,
     // ZooKeeper) speaks only TLS when a certificate is given; SIGHUP reads the files again

@@ -30,6 +30,8 @@ public:
 
     void record_us(uint64_t latency_us);
     uint64_t count() const;
+    // The sum of every recorded latency (the _sum line, in µs): with count(), a mean over a span.
+    uint64_t sum_us() const { return sum_us_.load(std::memory_order_relaxed); }
     // Approximate quantile (upper bound of the bucket holding it), in seconds; 0 when empty.
     double quantile_seconds(double q) const;
     // Appends "# HELP", "# TYPE name histogram", cumulative _bucket{le=...}, _sum and _count lines.

@@ -140,6 +140,7 @@ void Replica::tick() {
     check_redis_waits();
     enforce_login_deadline();
     sql_keepalives();
+    note_console_tick();
     queue_commit_write();
     schedule_flush();
 }
@@ -379,6 +380,7 @@ void Replica::send(std::vector<raft::Message>& messages) {
 void Replica::on_soft_state(const raft::SoftState& soft) {
     const raft::SoftState before = soft_;
     soft_ = soft;
+    note_console_role(before);
     if (soft.role == raft::Role::kCandidate && before.role != raft::Role::kCandidate) {
         ++metrics_.elections_total;
         spdlog::info("election: node {} campaigns in term {}", config_.node_id,

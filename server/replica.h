@@ -50,6 +50,8 @@
 #include "raft/ready_loop.h"
 #include "server/clock.h"
 #include "server/config.h"
+#include "server/console_feed.h"
+#include "server/console_history.h"
 #include "server/metrics.h"
 #include "server/pg_frontend.h"
 #include "server/redis_frontend.h"
@@ -197,6 +199,30 @@ public:
     const statemachine::StateMachine& state() const { return sm_; }
     statemachine::WatchRegistry::Totals watch_totals() const { return watches_.totals(); }
     size_t connection_count() const { return connections_.size(); }
+    // The web console (replica_console.cc, server/admin_console.h): its live feed, the members
+    // as this node sees them, the sessions soonest to expire first (at most limit_max).
+    ConsoleFeed& console_feed() { return console_feed_; }
+    const ConsoleHistory& console_history() const { return console_history_; }
+    std::string console_cluster_json() const;
+    std::string console_sessions_json(size_t limit_max) const;
+    // Cluster time now, as this node can tell: the last applied entry's time plus what its own
+    // clock says passed since it applied it (cluster time only moves with entries, so an idle
+    // cluster's holds would otherwise look as old as its last write).
+    int64_t console_cluster_now_ms() const;
+    // The console's actions (--console-actions; the caller checked who asks). `done` gets an
+    // HTTP status and a sentence: when the entry applies here (or at the request timeout) for a
+    // force-release (ForceRelease as `user`, what `raftlock release --force` proposes) and an
+    // expiry (ExpireSession, what the leader proposes at a session's deadline: leader only); at
+    // once for a leadership transfer, which the feed then shows. At most kConsoleActsMax wait.
+    using ConsoleDone = std::function<void(unsigned status, std::string message)>;
+    static constexpr size_t kConsoleActsMax = 16;
+    void console_force_release(const std::string& user,
+                               const std::string& name,
+                               uint64_t session,
+                               uint64_t token,
+                               ConsoleDone done);
+    void console_expire_session(uint64_t session, ConsoleDone done);
+    void console_transfer_leadership(uint64_t to, ConsoleDone done);
 
 private:
     using WriteKey = std::pair<uint64_t, uint64_t>;                  // (client_id, seq)
@@ -328,6 +354,12 @@ private:
     statemachine::WatchedView watched_view() const;
     void end_session(uint64_t session, bool expired);
     void push_hold_revoked(const statemachine::HoldRevoked& revoked);
+    // replica_console.cc: the console's feed, from an applied entry and from a role change.
+    void note_console_events(const statemachine::Command& command,
+                             const statemachine::ApplyResult& result);
+    void note_console_role(const raft::SoftState& before);
+    // Every tick: the feed's long-polls past their deadline, and a chart sample each second.
+    void note_console_tick();
 
     // replica_clients.cc: client requests.
     void submit_write(net::ConnectionId conn, proto::Request& request);
@@ -547,6 +579,18 @@ private:
     bool redis_reads_posted_ = false;
     std::vector<std::pair<ClientRef, uint64_t>> next_keepalive_forward_;
     std::map<uint64_t, KeepAliveForward> keepalive_forwards_;  // by tag
+    ConsoleFeed console_feed_;
+    // Console actions waiting for their entry: `matches` finds it among the applied ones.
+    struct ConsoleAct {
+        std::function<bool(const statemachine::Command&)> matches;
+        ConsoleDone done;
+        int64_t deadline_ms = 0;
+    };
+    std::vector<ConsoleAct> console_acts_;  // at most kConsoleActsMax
+    ConsoleHistory console_history_;
+    int64_t console_time_cluster_ms_ = 0;  // sm_.now_ms() when last seen to change ...
+    int64_t console_time_steady_ms_ = 0;   // ... and this node's clock then
+    int64_t console_sampled_ms_ = 0;
 
     // storage_jobs_ (see StorageJob), shared with the storage thread.
     std::mutex storage_jobs_mutex_;

@@ -109,6 +109,7 @@ sm::WatchedView Replica::watched_view() const {
 
 void Replica::on_applied(const sm::Command& command, const sm::ApplyResult& result) {
     RL_ASSERT(result.index == applied_index_);  // the entry just applied
+    note_console_events(command, result);
     if (const auto* open = std::get_if<sm::OpenSession>(&command.op)) {
         if (result.response.code == sm::ErrorCode::kOk && is_leader()) {
             tracker_.add(result.response.session, open->timeout_ms, clock_.steady_ms());

@@ -571,7 +571,8 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
         {"colour = 1\n",
          "unknown key colour in {}: expected one of id, cluster_id, members, "
          "initial_cluster_state, client_listen, "
-         "admin_listen, redis_listen, redis_password, pg_listen, pg_password, zk_listen, zk_reads, "
+         "admin_listen, console_actions, "
+         "redis_listen, redis_password, pg_listen, pg_password, zk_listen, zk_reads, "
          "zk_super_digest, data_dir, tls_cert_file, tls_key_file, tls_ca_file, tls_client_auth, "
          "tls_client_cert_user, peer_tls_cert_file, peer_tls_key_file, peer_tls_ca_file, "
          "root_password_file, tick_ms, "
@@ -611,6 +612,27 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
     CHECK(error_of({"--config", missing}) ==
           "--config " + missing +
               ": cannot read the file (No such file or directory): expected a readable TOML file");
+}
+
+TEST_CASE("--console-actions turns the web console's actions on, from a flag or the file",
+          "[server][config]") {
+    const auto plain = parse(to_args(base_flags()));
+    REQUIRE(plain.ok());
+    CHECK_FALSE(plain->console_actions);  // read-only unless asked for
+    const auto on = parse(to_args(with("--console-actions", "on")));
+    REQUIRE(on.ok());
+    CHECK(on->console_actions);
+    CHECK(error_of(to_args(with("--console-actions", "yes"))) ==
+          "--console-actions yes: expected off or on");
+    TempDir dir;
+    const std::string file =
+        dir.write("node2.toml", std::string(kNodeToml) + "console_actions = \"on\"\n");
+    const auto from_file = parse({"--config", file});
+    REQUIRE(from_file.ok());
+    CHECK(from_file->console_actions);
+    const auto overridden = parse({"--config", file, "--console-actions", "off"});
+    REQUIRE(overridden.ok());
+    CHECK_FALSE(overridden->console_actions);
 }
 
 TEST_CASE("validate() checks a config built in code", "[server][config]") {
