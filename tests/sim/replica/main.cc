@@ -60,11 +60,14 @@ struct RunResult {
     SqlClientStats sql;
     WatchClientStats watch;
     uint64_t faults = 0;
+    uint64_t transfers = 0;   // leadership transfers the nemesis asked for that were answered OK
     std::string fingerprint;  // what two runs of one seed must agree on
 };
 
-// One fault at a time: which, on which node, for how long.
-class Nemesis {
+// One fault at a time: which, on which node, for how long. Besides crashes, pauses, partitions
+// and lossy links, an operator's leadership transfer (`raftlock member transfer`), sent to any
+// node as a client request, in the middle of the clients' work.
+class Nemesis final : public ClientObserver {
 public:
     Nemesis(World& world, bool verbose) : world_(world), verbose_(verbose) {}
 
@@ -74,6 +77,21 @@ public:
         end_fault();
     }
     uint64_t faults() const { return faults_; }
+    uint64_t transfers() const { return transfers_; }
+
+    void on_message(ConnId conn, const proto::ServerMessage& message) override {
+        if (conn == transfer_conn_ && message.has_response()) {
+            const proto::Response& r = message.response();
+            log(fmt::format("transfer answered {} (leader {})", proto::Code_Name(r.code()),
+                            r.leader_hint()));
+            transfers_ += r.code() == proto::OK ? 1 : 0;
+        }
+    }
+    void on_closed(ConnId conn) override {
+        if (conn == transfer_conn_) {
+            transfer_conn_ = 0;
+        }
+    }
 
 private:
     void schedule(uint64_t at_us) {
@@ -92,7 +110,7 @@ private:
         const NodeId node = ids[world_.rng().uniform(ids.size())];
         const uint64_t lasts = 100'000 + world_.rng().uniform(2'500'000);
         ++faults_;
-        switch (world_.rng().uniform(4)) {
+        switch (world_.rng().uniform(5)) {
             case 0:
                 log(fmt::format("crash n{} for {} ms", node, lasts / 1000));
                 world_.crash(node);
@@ -117,6 +135,24 @@ private:
                     world_.heal();
                 };
                 break;
+            case 3: {
+                const NodeId to = ids[world_.rng().uniform(ids.size())];
+                log(fmt::format("ask n{} to hand leadership to n{}", node, to));
+                if (std::optional<ConnId> conn = world_.open(node, *this)) {
+                    transfer_conn_ = *conn;
+                    proto::Request request;
+                    request.set_request_id(faults_);
+                    request.mutable_transfer_leadership()->set_node_id(to);
+                    world_.send(*conn, std::move(request));
+                    end_ = [this] {
+                        if (transfer_conn_ != 0) {
+                            world_.close(transfer_conn_);
+                            transfer_conn_ = 0;
+                        }
+                    };
+                }
+                break;
+            }
             default: {
                 const uint32_t loss = 50 + static_cast<uint32_t>(world_.rng().uniform(400));
                 log(fmt::format("lose {} per mille of peer frames for {} ms", loss, lasts / 1000));
@@ -146,6 +182,8 @@ private:
     bool verbose_;
     bool stopped_ = false;
     uint64_t faults_ = 0;
+    uint64_t transfers_ = 0;
+    ConnId transfer_conn_ = 0;  // the transfer request's connection while it lasts
     std::function<void()> end_;
 };
 
@@ -227,6 +265,7 @@ RunResult run(uint64_t seed, bool verbose) {
     result.sql = sql.stats();
     result.watch = watchers.stats();
     result.faults = nemesis.faults();
+    result.transfers = nemesis.transfers();
     // A run that did nothing or injected nothing proves nothing.
     if (result.stats.grants == 0 || result.stats.fenced_writes == 0) {
         result.other_failures.push_back(
@@ -265,8 +304,9 @@ RunResult run(uint64_t seed, bool verbose) {
                     result.sql.reads_checked, result.sql.sessions_lost, result.watch.watches_set,
                     result.watch.events, result.watch.changes_seen, world.now_us(),
                     fmt::join(result.failures, ";"));
-    result.fingerprint += fmt::format("|{} {} {}", result.counter.committed, result.counter.aborted,
-                                      result.counter.unknown);
+    result.fingerprint +=
+        fmt::format("|{} {} {}|{} {}", result.counter.committed, result.counter.aborted,
+                    result.counter.unknown, result.stats.multi_grants, result.transfers);
     if (verbose) {
         fmt::print("{}", world.describe());
     }
@@ -348,6 +388,7 @@ int main_impl(int argc, char** argv) {
     uint64_t cancels = 0;
     uint64_t cancels_granted = 0;
     uint64_t multi_grants = 0;
+    uint64_t transfers = 0;
     uint64_t watch_changes = 0;
     for (uint64_t seed = first; seed <= last; ++seed) {
         RunResult r = run(seed, verbose);
@@ -369,6 +410,7 @@ int main_impl(int argc, char** argv) {
         cancels += r.stats.cancels;
         cancels_granted += r.stats.cancels_granted;
         multi_grants += r.stats.multi_grants;
+        transfers += r.transfers;
         watch_changes += r.watch.changes_seen;
         faults += r.faults;
         if (verbose) {
@@ -408,19 +450,20 @@ int main_impl(int argc, char** argv) {
         "lapses, {} sessions lost, {} cancels ({} granted); Redis: {} taken, {} reads checked, {} "
         "transactions "
         "committed, {} aborted by WATCH; SQL: {} locks, {} rows acknowledged, {} reads "
-        "checked; watches: {} events, {} changes read after their event; {} faults; {:.1f} s "
-        "({:.1f} seeds/s)\n",
+        "checked; watches: {} events, {} changes read after their event; {} faults ({} "
+        "leadership transfers done); {:.1f} s ({:.1f} seeds/s)\n",
         seeds, first, last, failed, total.grants, multi_grants, total.fenced_writes, total.lapses,
         total.sessions_lost, cancels, cancels_granted, redis_acquired, redis_reads, redis_committed,
-        redis_aborted, sql_locks, sql_rows, sql_reads, watch_events, watch_changes, faults, seconds,
-        seeds / seconds);
+        redis_aborted, sql_locks, sql_rows, sql_reads, watch_events, watch_changes, faults,
+        transfers, seconds, seeds / seconds);
     if (expect_violation) {
         fmt::print("NOT CAUGHT: no seed failed\n");
         return 1;
     }
     // Over a batch (one seed may draw none): multi-locks that were never granted tested nothing.
-    if (seeds >= 10 && multi_grants == 0) {
-        fmt::print("FAIL: no multi-lock was granted in {} seeds\n", seeds);
+    if (seeds >= 10 && (multi_grants == 0 || transfers == 0)) {
+        fmt::print("FAIL: in {} seeds, {} multi-locks granted and {} leadership transfers done\n",
+                   seeds, multi_grants, transfers);
         return 1;
     }
     return failed == 0 ? 0 : 1;
