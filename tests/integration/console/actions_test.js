@@ -4,32 +4,13 @@
 //
 //   node actions_test.js ADMIN_URL LOCK SESSION TOKEN SCREENSHOT_DIR
 "use strict";
-const puppeteer = require("puppeteer-core");
+const { check, waitFor, launch } = require("./browser");
 const path = require("path");
 
 const [adminUrl, lock, session, token, shotDir] = process.argv.slice(2);
 
-function check(ok, what) {
-  if (!ok) throw new Error("FAILED: " + what);
-  console.log("ok: " + what);
-}
-
-async function waitFor(what, fn, timeoutMs) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > end) throw new Error("FAILED: " + what + " within " + timeoutMs + " ms");
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 (async () => {
-  const browser = await puppeteer.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-  });
+  const browser = await launch();
   try {
     const page = await browser.newPage();
     const errors = [];

@@ -4,18 +4,13 @@
 //
 //   node console_test.js ADMIN_URL RAFTLOCK_CLI ENDPOINTS SCREENSHOT_DIR FOLLOWER_ADMIN_URL
 "use strict";
-const puppeteer = require("puppeteer-core");
+const { check, waitFor, launch } = require("./browser");
 const { execFileSync, spawn } = require("child_process");
 const path = require("path");
 
 const [adminUrl, cli, endpoints, shotDir, followerUrl] = process.argv.slice(2);
 const LOCK = "orders/db-migration";
 const FEED_MS_MAX = 1000;
-
-function check(ok, what) {
-  if (!ok) throw new Error("FAILED: " + what);
-  console.log("ok: " + what);
-}
 
 function raftlock(...args) {
   const out = execFileSync(cli, ["--endpoints", endpoints, "--output", "json", ...args]);
@@ -44,22 +39,8 @@ function lockRow(page) {
   }, LOCK);
 }
 
-async function waitFor(what, fn, timeoutMs) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > end) throw new Error("FAILED: " + what + " within " + timeoutMs + " ms");
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 (async () => {
-  const browser = await puppeteer.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-  });
+  const browser = await launch();
   const waiters = [];
   try {
     const page = await browser.newPage();
