@@ -205,7 +205,9 @@ std::string StateMachine::check_lock(const std::string& name, const Lock& lock) 
 }
 
 std::string StateMachine::check_multi_waits() const {
-    for (const auto& [group, wait] : multi_waits_) {
+    for (const auto& entry : multi_waits_) {
+        const Index group = entry.first;  // (clang captures no structured binding in a lambda)
+        const MultiWait& wait = entry.second;
         if (wait.names.empty() || wait.names.size() > kMultiLockMax ||
             !std::is_sorted(wait.names.begin(), wait.names.end()) ||
             std::adjacent_find(wait.names.begin(), wait.names.end()) != wait.names.end()) {
