@@ -269,6 +269,18 @@ void LockClients::on_message(ConnId conn, const proto::ServerMessage& message) {
         }
         return;
     }
+    if (message.has_lock_revoked()) {
+        const proto::LockRevoked& revoked = message.lock_revoked();
+        if (!revoking_.contains(revoked.token())) {
+            verdicts_.fail(fmt::format("{}: a hold with token {} was revoked, but nobody asked",
+                                       c.owner, revoked.token()));
+        }
+        if (revoked.session_id() == c.session && c.token == revoked.token() && c.hold_open) {
+            end_hold(c, world_.now_us(), false);
+            ++stats_.revoked;
+        }
+        return;
+    }
     if (message.has_response()) {
         on_response(c, message.response());
     }
@@ -372,7 +384,8 @@ void LockClients::on_op_answer(Client& c, const proto::Response& r) {
                 ++c.acked_writes;
                 ++stats_.fenced_writes;
             } else if (code == proto::FENCE_REJECTED) {
-                if (c.hold_open && world_.now_us() < safe_until_us(c)) {
+                if (c.hold_open && world_.now_us() < safe_until_us(c) &&
+                    !revoking_.contains(c.token.value_or(0))) {
                     verdicts_.fail(
                         fmt::format("{}'s fenced write with token {} was rejected while its "
                                     "safe-until ({:.3f}s) had not passed",
@@ -422,6 +435,13 @@ void LockClients::on_grant(Client& c, uint64_t token) {
         c.holds_second = c.acquiring_both;
         c.hold_open = false;
         return;
+    }
+    // A hold being revoked ends when the next grant shows the revocation applied.
+    for (auto& other : clients_) {
+        if (other->hold_open && other->index != c.index && revoking_.contains(*other->token)) {
+            end_hold(*other, now, false);
+            ++stats_.revoked;
+        }
     }
     for (const Hold& h : holds_) {
         if (h.token == token) {
@@ -538,6 +558,21 @@ void LockClients::check_lapse(Client& c) {
     if (c.hold_open && world_.now_us() >= safe_until_us(c)) {
         end_hold(c, safe_until_us(c), true);
     }
+}
+
+const char* LockClients::lock_name() {
+    return kLock;
+}
+
+std::optional<std::pair<uint64_t, uint64_t>> LockClients::force_release_target() {
+    for (auto& c : clients_) {
+        check_lapse(*c);
+        if (c->hold_open) {
+            revoking_.insert(*c->token);
+            return std::pair{c->session, *c->token};
+        }
+    }
+    return std::nullopt;
 }
 
 void LockClients::final_check() {

@@ -27,6 +27,11 @@
 //   cancel          no grant of an abandoned acquire arrives after its Cancel answered that the
 //                   session neither waits nor holds, and a Cancel that answers a grant names the
 //                   token a grant push for that acquire carried
+//   revoked         an administrator's ForceRelease (the nemesis's, force_release_target()) ends a
+//                   hold without its holder: the next holder may be granted before the old one
+//                   hears of it, so a hold whose token is being revoked ends when the next grant
+//                   comes (or its LockRevoked push), and from then on its fenced writes are
+//                   rejected, never applied; a hold whose token nobody revoked is not exempt
 // and at the end:
 //   exactly once    every client's node was changed by each acknowledged write exactly once:
 //                   acknowledged <= version <= acknowledged + writes of unknown outcome
@@ -34,7 +39,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/sim/replica/client_group.h"
@@ -63,6 +70,7 @@ struct ClientStats {
     uint64_t cancels = 0;          // Cancels answered
     uint64_t cancels_granted = 0;  // of them, answered with the grant that beat the Cancel
     uint64_t multi_grants = 0;     // grants of a multi-lock (within grants)
+    uint64_t revoked = 0;          // holds ended by an administrator's ForceRelease
 };
 
 struct LockClient;  // lock_clients.cc
@@ -74,6 +82,11 @@ public:
 
     // The end-of-run checks, once the cluster has settled (every node up and caught up).
     void final_check();
+
+    // The lock, and the (session, token) of a hold the clients act on now, for an administrator's
+    // ForceRelease; nullopt when none. The clients then treat the token as being revoked.
+    static const char* lock_name();
+    std::optional<std::pair<uint64_t, uint64_t>> force_release_target();
 
     const ClientStats& stats() const { return stats_; }
 
@@ -135,6 +148,7 @@ private:
     };
     std::vector<Hold> holds_;
     uint64_t max_ended_token_ = 0;
+    std::set<uint64_t> revoking_;  // tokens an administrator's ForceRelease was sent for
 };
 
 }  // namespace raftlock::sim::replica

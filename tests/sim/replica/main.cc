@@ -60,16 +60,19 @@ struct RunResult {
     SqlClientStats sql;
     WatchClientStats watch;
     uint64_t faults = 0;
-    uint64_t transfers = 0;   // leadership transfers the nemesis asked for that were answered OK
-    std::string fingerprint;  // what two runs of one seed must agree on
+    uint64_t transfers = 0;  // leadership transfers the nemesis asked for that were answered OK
+    uint64_t force_releases = 0;  // its ForceReleases answered OK (a hold taken away)
+    std::string fingerprint;      // what two runs of one seed must agree on
 };
 
 // One fault at a time: which, on which node, for how long. Besides crashes, pauses, partitions
-// and lossy links, an operator's leadership transfer (`raftlock member transfer`), sent to any
-// node as a client request, in the middle of the clients' work.
+// and lossy links, an operator's requests in the middle of the clients' work, sent to any node as
+// client requests: a leadership transfer (`raftlock member transfer`), and a forced release of a
+// lock client's hold (`raftlock release --force`).
 class Nemesis final : public ClientObserver {
 public:
-    Nemesis(World& world, bool verbose) : world_(world), verbose_(verbose) {}
+    Nemesis(World& world, LockClients& locks, bool verbose)
+        : world_(world), locks_(locks), verbose_(verbose) {}
 
     void start() { schedule(world_.now_us() + 200'000 + world_.rng().uniform(kSecond)); }
     void stop() {
@@ -78,18 +81,19 @@ public:
     }
     uint64_t faults() const { return faults_; }
     uint64_t transfers() const { return transfers_; }
+    uint64_t force_releases() const { return force_releases_; }
 
     void on_message(ConnId conn, const proto::ServerMessage& message) override {
-        if (conn == transfer_conn_ && message.has_response()) {
+        if (conn == admin_conn_ && message.has_response()) {
             const proto::Response& r = message.response();
-            log(fmt::format("transfer answered {} (leader {})", proto::Code_Name(r.code()),
-                            r.leader_hint()));
-            transfers_ += r.code() == proto::OK ? 1 : 0;
+            log(fmt::format("{} answered {} (leader {})", admin_transfer_ ? "transfer" : "release",
+                            proto::Code_Name(r.code()), r.leader_hint()));
+            (admin_transfer_ ? transfers_ : force_releases_) += r.code() == proto::OK ? 1 : 0;
         }
     }
     void on_closed(ConnId conn) override {
-        if (conn == transfer_conn_) {
-            transfer_conn_ = 0;
+        if (conn == admin_conn_) {
+            admin_conn_ = 0;
         }
     }
 
@@ -110,7 +114,7 @@ private:
         const NodeId node = ids[world_.rng().uniform(ids.size())];
         const uint64_t lasts = 100'000 + world_.rng().uniform(2'500'000);
         ++faults_;
-        switch (world_.rng().uniform(5)) {
+        switch (world_.rng().uniform(6)) {
             case 0:
                 log(fmt::format("crash n{} for {} ms", node, lasts / 1000));
                 world_.crash(node);
@@ -138,19 +142,26 @@ private:
             case 3: {
                 const NodeId to = ids[world_.rng().uniform(ids.size())];
                 log(fmt::format("ask n{} to hand leadership to n{}", node, to));
-                if (std::optional<ConnId> conn = world_.open(node, *this)) {
-                    transfer_conn_ = *conn;
-                    proto::Request request;
-                    request.set_request_id(faults_);
-                    request.mutable_transfer_leadership()->set_node_id(to);
-                    world_.send(*conn, std::move(request));
-                    end_ = [this] {
-                        if (transfer_conn_ != 0) {
-                            world_.close(transfer_conn_);
-                            transfer_conn_ = 0;
-                        }
-                    };
+                proto::Request request;
+                request.mutable_transfer_leadership()->set_node_id(to);
+                send_admin(node, std::move(request), true);
+                break;
+            }
+            case 4: {
+                const std::optional<std::pair<uint64_t, uint64_t>> held =
+                    locks_.force_release_target();
+                if (!held) {
+                    log("nothing held to take away");
+                    break;
                 }
+                log(fmt::format("ask n{} to take session {}'s hold (token {}) away", node,
+                                held->first, held->second));
+                proto::Request request;
+                proto::ForceRelease* release = request.mutable_force_release();
+                release->set_name(LockClients::lock_name());
+                release->set_session(held->first);
+                release->set_token(held->second);
+                send_admin(node, std::move(request), false);
                 break;
             }
             default: {
@@ -170,6 +181,23 @@ private:
             }
         });
     }
+    // An operator's request, on a connection of its own for as long as the fault lasts.
+    void send_admin(NodeId node, proto::Request request, bool transfer) {
+        std::optional<ConnId> conn = world_.open(node, *this);
+        if (!conn) {
+            return;  // the node is down
+        }
+        admin_conn_ = *conn;
+        admin_transfer_ = transfer;
+        request.set_request_id(faults_);
+        world_.send(*conn, std::move(request));
+        end_ = [this] {
+            if (admin_conn_ != 0) {
+                world_.close(admin_conn_);
+                admin_conn_ = 0;
+            }
+        };
+    }
     void end_fault() {
         if (end_) {
             std::function<void()> end = std::move(end_);
@@ -179,12 +207,55 @@ private:
     }
 
     World& world_;
+    LockClients& locks_;
     bool verbose_;
     bool stopped_ = false;
     uint64_t faults_ = 0;
     uint64_t transfers_ = 0;
-    ConnId transfer_conn_ = 0;  // the transfer request's connection while it lasts
+    uint64_t force_releases_ = 0;
+    ConnId admin_conn_ = 0;        // an operator's request's connection while it lasts
+    bool admin_transfer_ = false;  // which request it carries
     std::function<void()> end_;
+};
+
+// The state machine's own invariants (StateMachine::check_invariants: one exclusive holder, FIFO
+// queues with no grantable head left waiting, multi-lock sets whole, timers in step, ...) on every
+// running replica every few simulated milliseconds; the first break is a failure.
+class StateChecks {
+public:
+    explicit StateChecks(World& world) : world_(world) {}
+    void start() { schedule(); }
+    void stop() { stopped_ = true; }
+    const std::vector<std::string>& failures() const { return failures_; }
+    void check() {
+        for (NodeId id : world_.ids()) {
+            if (!failures_.empty() || !world_.up(id)) {
+                continue;
+            }
+            const server::Replica& replica = world_.replica(id);
+            if (std::string broken = replica.state().check_invariants(); !broken.empty()) {
+                failures_.push_back(
+                    fmt::format("t={:.3f}s n{} at applied index {}: state machine "
+                                "invariant broken: {}",
+                                world_.now_us() / 1e6, id, replica.applied_index(), broken));
+            }
+        }
+    }
+
+private:
+    static constexpr uint64_t kEveryUs = 25'000;
+    void schedule() {
+        world_.agenda().at(world_.now_us() + kEveryUs, [this] {
+            check();
+            if (!stopped_) {
+                schedule();
+            }
+        });
+    }
+
+    World& world_;
+    bool stopped_ = false;
+    std::vector<std::string> failures_;
 };
 
 // Every node up, and all of them at the same applied index.
@@ -221,7 +292,9 @@ RunResult run(uint64_t seed, bool verbose) {
     watch_params.watched_nodes = client_params.clients;
     watch_params.trace = verbose;
     WatchClients watchers(world, watch_params);
-    Nemesis nemesis(world, verbose);
+    Nemesis nemesis(world, clients, verbose);
+    StateChecks state_checks(world);
+    state_checks.start();
     clients.start();
     redis.start();
     counter.start();
@@ -247,7 +320,11 @@ RunResult run(uint64_t seed, bool verbose) {
         result.other_failures.push_back("the replicas did not settle at one applied index:\n" +
                                         world.describe());
     }
+    state_checks.stop();
+    state_checks.check();  // the settled state too
     result.failures = clients.failures();
+    result.failures.insert(result.failures.end(), state_checks.failures().begin(),
+                           state_checks.failures().end());
     result.failures.insert(result.failures.end(), redis.failures().begin(), redis.failures().end());
     result.failures.insert(result.failures.end(), counter.failures().begin(),
                            counter.failures().end());
@@ -266,6 +343,7 @@ RunResult run(uint64_t seed, bool verbose) {
     result.watch = watchers.stats();
     result.faults = nemesis.faults();
     result.transfers = nemesis.transfers();
+    result.force_releases = nemesis.force_releases();
     // A run that did nothing or injected nothing proves nothing.
     if (result.stats.grants == 0 || result.stats.fenced_writes == 0) {
         result.other_failures.push_back(
@@ -307,6 +385,7 @@ RunResult run(uint64_t seed, bool verbose) {
     result.fingerprint +=
         fmt::format("|{} {} {}|{} {}", result.counter.committed, result.counter.aborted,
                     result.counter.unknown, result.stats.multi_grants, result.transfers);
+    result.fingerprint += fmt::format("|{} {}", result.force_releases, result.stats.revoked);
     if (verbose) {
         fmt::print("{}", world.describe());
     }
@@ -389,6 +468,8 @@ int main_impl(int argc, char** argv) {
     uint64_t cancels_granted = 0;
     uint64_t multi_grants = 0;
     uint64_t transfers = 0;
+    uint64_t force_releases = 0;
+    uint64_t revoked = 0;
     uint64_t watch_changes = 0;
     for (uint64_t seed = first; seed <= last; ++seed) {
         RunResult r = run(seed, verbose);
@@ -411,6 +492,8 @@ int main_impl(int argc, char** argv) {
         cancels_granted += r.stats.cancels_granted;
         multi_grants += r.stats.multi_grants;
         transfers += r.transfers;
+        force_releases += r.force_releases;
+        revoked += r.stats.revoked;
         watch_changes += r.watch.changes_seen;
         faults += r.faults;
         if (verbose) {
@@ -451,19 +534,22 @@ int main_impl(int argc, char** argv) {
         "transactions "
         "committed, {} aborted by WATCH; SQL: {} locks, {} rows acknowledged, {} reads "
         "checked; watches: {} events, {} changes read after their event; {} faults ({} "
-        "leadership transfers done); {:.1f} s ({:.1f} seeds/s)\n",
+        "leadership transfers done, {} holds forced away, {} seen revoked); {:.1f} s ({:.1f} "
+        "seeds/s)\n",
         seeds, first, last, failed, total.grants, multi_grants, total.fenced_writes, total.lapses,
         total.sessions_lost, cancels, cancels_granted, redis_acquired, redis_reads, redis_committed,
         redis_aborted, sql_locks, sql_rows, sql_reads, watch_events, watch_changes, faults,
-        transfers, seconds, seeds / seconds);
+        transfers, force_releases, revoked, seconds, seeds / seconds);
     if (expect_violation) {
         fmt::print("NOT CAUGHT: no seed failed\n");
         return 1;
     }
     // Over a batch (one seed may draw none): multi-locks that were never granted tested nothing.
-    if (seeds >= 10 && (multi_grants == 0 || transfers == 0)) {
-        fmt::print("FAIL: in {} seeds, {} multi-locks granted and {} leadership transfers done\n",
-                   seeds, multi_grants, transfers);
+    if (seeds >= 10 && (multi_grants == 0 || transfers == 0 || force_releases == 0)) {
+        fmt::print(
+            "FAIL: in {} seeds, {} multi-locks granted, {} leadership transfers and {} forced "
+            "releases done\n",
+            seeds, multi_grants, transfers, force_releases);
         return 1;
     }
     return failed == 0 ? 0 : 1;
