@@ -1,6 +1,7 @@
 #include "server/redis_frontend.h"
 
 #include <array>
+#include <map>
 #include <set>
 #include <string_view>
 #include <variant>
@@ -493,12 +494,26 @@ size_t RedisFrontend::publish(const std::string& channel, const std::string& mes
     size_t receivers = 0;
     // A channel's subscribers get the same bytes for the same protocol: encoded once each.
     std::array<std::string, 2> channel_message;
+    // A subscriber whose user lost the permission to subscribe (a role revoked, the user deleted,
+    // applied before this PUBLISH in log order) gets no more messages: its connection is closed,
+    // as Redis disconnects the subscribers an ACL change shuts out. Closed after the loop, which
+    // closing would change under it; one permission check per user and publication.
+    std::vector<net::ConnectionId> shut_out;
+    std::map<std::string, bool, std::less<>> permitted;
     subscriptions_.for_each_receiver(
         channel, [&](net::ConnectionId id, const std::string* pattern) {
             auto it = conns_.find(id);
             RL_ASSERT(it != conns_.end());  // a closed connection's subscriptions went with it
             const Conn& c = it->second;
             if (c.quitting || !output_.is_open(id)) {
+                return;
+            }
+            auto [known, fresh] = permitted.try_emplace(c.user, false);
+            if (fresh) {
+                known->second = !backend_.redis_read_refusal(c.user).has_value();
+            }
+            if (!known->second) {
+                shut_out.push_back(id);
                 return;
             }
             std::string bytes;
@@ -518,6 +533,12 @@ size_t RedisFrontend::publish(const std::string& channel, const std::string& mes
             output_.send(id, std::move(bytes));
             ++receivers;
         });
+    for (net::ConnectionId id : shut_out) {
+        if (auto it = conns_.find(id); it != conns_.end() && !it->second.quitting) {
+            it->second.quitting = true;  // (a channel and a pattern may both have named it)
+            output_.close(id);
+        }
+    }
     return receivers;
 }
 

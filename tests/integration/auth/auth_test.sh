@@ -160,6 +160,42 @@ hello=$("${redis[@]}" HELLO 3 AUTH bob bob-new 2>&1)
 grep -q "proto" <<<"$hello" || fail "HELLO 3 AUTH bob: $hello"
 echo "ok: Redis AUTH user pass and HELLO AUTH as cluster users; NOPERM without the permission"
 
+# A subscriber whose user loses the permission gets no more messages: the node closes its
+# connection at the next publication, as Redis disconnects the subscribers an ACL change shuts out.
+/usr/bin/python3 - "$((port_base + 301))" "$work/sub.ready" >"$work/sub.out" 2>&1 <<'PY' &
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(20)
+s.sendall(b"AUTH bob bob-new\r\nSUBSCRIBE news\r\n")
+got = b""
+while b"news\r\n:1\r\n" not in got:  # +OK, then the subscribe confirmation
+    chunk = s.recv(4096)
+    assert chunk, got
+    got += chunk
+open(sys.argv[2], "w").close()
+while True:  # until the node closes the connection (a timeout fails the test)
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    got += chunk
+print(got.decode(errors="replace").replace("\r\n", " "))
+print("closed by the node")
+PY
+subscriber=$!
+for _ in $(seq 100); do [ -e "$work/sub.ready" ] && break; sleep 0.1; done
+[ -e "$work/sub.ready" ] || fail "the subscriber did not subscribe"
+redis_root=("${redis[@]}" --user root --pass root-secret --no-auth-warning)
+[ "$("${redis_root[@]}" PUBLISH news before-revoke)" = 1 ] || fail "PUBLISH before the revoke"
+rl "${root[@]}" role revoke jobs write redis >/dev/null || fail "role revoke redis"
+[ "$("${redis_root[@]}" PUBLISH news after-revoke)" = 0 ] || fail "PUBLISH after the revoke"
+wait "$subscriber" || fail "the subscriber's connection stayed open: $(cat "$work/sub.out")"
+grep -q "before-revoke" "$work/sub.out" || fail "no message before the revoke: $(cat "$work/sub.out")"
+if grep -q "after-revoke" "$work/sub.out"; then
+    fail "a message after the revoke reached the subscriber: $(cat "$work/sub.out")"
+fi
+rl "${root[@]}" role grant jobs write redis >/dev/null || fail "role grant redis again"
+echo "ok: a subscriber whose role lost redis read was closed at the next publication"
+
 # The PostgreSQL port: SCRAM-SHA-256 against the same users (psql and psycopg, unmodified).
 pg() {  # USER PASSWORD SQL
     PGPASSWORD=$2 psql "host=127.0.0.1 port=$((port_base + 401)) user=$1 dbname=raftlock sslmode=disable" \
