@@ -91,11 +91,19 @@ int run_main(int argc, char** argv) {
             break;
         }
     }
+    bool lock_command = false;
+    if (dashes < argc) {
+        try {
+            app.parse(dashes, argv);
+            lock_command = app.got_subcommand("lock");
+        } catch (const CLI::ParseError&) {
+            // Not `lock NAME... --`: parsed again whole below (`set PATH -- -VALUE`, --help).
+        }
+    }
     try {
-        app.parse(dashes, argv);
-        if (dashes < argc && app.got_subcommand("lock")) {
+        if (lock_command) {
             set_command_after_dashes({argv + dashes + 1, argv + argc});
-        } else if (dashes < argc) {
+        } else {
             app.parse(argc, argv);
         }
     } catch (const CLI::ParseError& e) {

@@ -52,6 +52,12 @@ TEST_CASE("the CLI acquires, describes and releases a lock across processes",
     run_json(c, {"session", "close", std::to_string(session)});
     const nlohmann::json gone = run_json(c, {"session", "close", std::to_string(session)}, 1);
     CHECK(gone["error"] == "session_expired");
+    // `--` ends the options for every command, not only `lock NAME... -- CMD`.
+    run_json(c, {"create", "/dashed"});
+    run_json(c, {"set", "/dashed", "--", "-leading-dash"});
+    const nlohmann::json dashed = run_json(c, {"get", "/dashed"});
+    INFO(dashed.dump());
+    CHECK(dashed.dump().find("-leading-dash") != std::string::npos);
     const nlohmann::json status = run_json(c, {"cluster", "status"});
     INFO(status.dump());
     CHECK(status.dump().find("leader") != std::string::npos);
