@@ -133,10 +133,13 @@ constexpr CounterInfo kCounters[] = {
      "Forwarded writes refused because they carried a command only a leader proposes "
      "(ExpireSession, Noop): a broken or hostile peer.",
      &Metrics::forwarded_internal_refused_total},
-    {"auth_logins_total", "Native-port logins (SCRAM-SHA-256) that succeeded on this node.",
+    {"auth_logins_total",
+     "Logins that succeeded on this node: native (SCRAM-SHA-256 or a client certificate), Redis "
+     "AUTH, PostgreSQL (SCRAM-SHA-256 or a client certificate); not a Redis connection logged "
+     "in by its certificate.",
      &Metrics::auth_logins_total},
     {"auth_failures_total",
-     "Native-port logins that failed on this node (a wrong password, an unknown user, a "
+     "Logins that failed on this node, on any port (a wrong password, an unknown user, a "
      "malformed exchange); the third failure on one connection closes it.",
      &Metrics::auth_failures_total},
     {"permission_denied_total",
