@@ -106,6 +106,11 @@ public:
     // client has cancelled the wait and released a grant that raced the cancel, on every lock.
     ClientResult<std::vector<Lease>> acquire_many(const std::vector<std::string>& names,
                                                   const AcquireOptions& options = {});
+    // acquire_many with each lock in its own mode (say a configuration shared and the data it
+    // describes exclusive); options' shared and permits are not used. (Not an overload of
+    // acquire_many: two string literals in braces would also make a vector of LockRequest.)
+    ClientResult<std::vector<Lease>> acquire_locks(const std::vector<LockRequest>& locks,
+                                                   const AcquireOptions& options = {});
     // Returns the hold count left (reentrant holds). kNotLockHolder if the lease is not held.
     ClientResult<uint32_t> release(const Lease& lease);
     // Takes `session`'s hold of `name` granted with `token` away, every count at once, without

@@ -16,11 +16,11 @@ namespace {
 // The server's bound on the locks of one multi-lock (statemachine/types.h).
 constexpr size_t kMultiLockMax = 64;
 
-proto::LockMode lock_mode(const AcquireOptions& options) {
-    if (options.permits > 0) {
+proto::LockMode lock_mode(bool shared, uint32_t permits) {
+    if (permits > 0) {
         return proto::SEMAPHORE;
     }
-    return options.shared ? proto::SHARED : proto::EXCLUSIVE;
+    return shared ? proto::SHARED : proto::EXCLUSIVE;
 }
 
 proto::Request acquire_request(const std::string& name, const AcquireOptions& options) {
@@ -28,22 +28,22 @@ proto::Request acquire_request(const std::string& name, const AcquireOptions& op
     proto::Acquire* acquire = request.mutable_acquire();
     acquire->set_name(name);
     acquire->set_owner_tag(options.owner_tag);
-    acquire->set_mode(lock_mode(options));
+    acquire->set_mode(lock_mode(options.shared, options.permits));
     acquire->set_permits(options.permits);
     acquire->set_wait_ms(options.wait.count());
     acquire->set_lock_delay_ms(options.lock_delay.count());
     return request;
 }
 
-proto::Request acquire_many_request(const std::vector<std::string>& names,
+proto::Request acquire_many_request(const std::vector<LockRequest>& locks,
                                     const AcquireOptions& options) {
     proto::Request request;
     proto::AcquireMany* many = request.mutable_acquire_many();
-    for (const std::string& name : names) {
+    for (const LockRequest& wanted : locks) {
         proto::AcquireMany::Lock* lock = many->add_locks();
-        lock->set_name(name);
-        lock->set_mode(lock_mode(options));
-        lock->set_permits(options.permits);
+        lock->set_name(wanted.name);
+        lock->set_mode(lock_mode(wanted.shared, wanted.permits));
+        lock->set_permits(wanted.permits);
     }
     many->set_owner_tag(options.owner_tag);
     many->set_wait_ms(options.wait.count());
@@ -127,6 +127,19 @@ ClientResult<Lease> Client::try_acquire(const std::string& name, AcquireOptions 
 
 ClientResult<std::vector<Lease>> Client::acquire_many(const std::vector<std::string>& names,
                                                       const AcquireOptions& options) {
+    std::vector<LockRequest> locks;
+    for (const std::string& name : names) {
+        locks.push_back(LockRequest{name, options.shared, options.permits});
+    }
+    return acquire_locks(locks, options);
+}
+
+ClientResult<std::vector<Lease>> Client::acquire_locks(const std::vector<LockRequest>& locks,
+                                                       const AcquireOptions& options) {
+    std::vector<std::string> names;
+    for (const LockRequest& lock : locks) {
+        names.push_back(lock.name);
+    }
     const std::set<std::string> distinct(names.begin(), names.end());
     if (names.empty() || names.size() > kMultiLockMax || distinct.size() != names.size() ||
         distinct.contains("") || options.wait.count() < 0 || options.lock_delay.count() < 0) {
@@ -138,7 +151,7 @@ ClientResult<std::vector<Lease>> Client::acquire_many(const std::vector<std::str
     const std::string what = fmt::format("acquire '{}'", fmt::join(names, "', '"));
     const auto timeout = options.timeout.value_or(options.wait + impl_->options().request_timeout);
     auto answer =
-        impl_->call(acquire_many_request(names, options), {RequestClass::kSessionWrite, timeout});
+        impl_->call(acquire_many_request(locks, options), {RequestClass::kSessionWrite, timeout});
     if (!answer.ok() && answer.error().code == ErrorCode::kTimeout) {
         return cancel_after_timeout(*this, *impl_, names, options, timeout);
     }

@@ -122,6 +122,13 @@ struct AcquireOptions {
     std::chrono::milliseconds lock_delay{0};  // taken by the acquire that creates the lock
 };
 
+// One lock of a multi-lock, in its own mode (Client::acquire_many).
+struct LockRequest {
+    std::string name;
+    bool shared = false;
+    uint32_t permits = 0;  // > 0: a semaphore of this many permits (shared is ignored)
+};
+
 struct Lease {
     std::string name;
     std::string owner_tag;

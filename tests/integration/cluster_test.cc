@@ -136,6 +136,36 @@ TEST_CASE("multi-locks wait in FIFO order on every lock and are granted as one, 
     }
 }
 
+TEST_CASE("a multi-lock takes each lock in its own mode", "[integration][multi]") {
+    ProcessCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    REQUIRE(leader != 0);
+    auto a = client_on(c, leader);
+    auto b = client_on(c, other_than(c, leader));
+    REQUIRE(a->open_session(10s).ok());
+    REQUIRE(b->open_session(10s).ok());
+    // Both read the configuration (shared); each writes its own data (exclusive).
+    auto first = a->acquire_locks({rc::LockRequest{"config", true}, rc::LockRequest{"data/a"}});
+    REQUIRE(first.ok());
+    auto second = b->acquire_locks({rc::LockRequest{"config", true}, rc::LockRequest{"data/b"}});
+    REQUIRE(second.ok());
+    auto info = a->describe("config");
+    REQUIRE(info.ok());
+    CHECK(info->holders.size() == 2);
+    // A writer of the configuration is refused while readers hold it, on every lock of its set.
+    auto writer =
+        b->acquire_locks({rc::LockRequest{"config-writer"}, rc::LockRequest{"config", false}});
+    REQUIRE(!writer.ok());
+    CHECK(writer.error().code == rc::ErrorCode::kBadArguments);  // b already holds config
+    auto other = client_on(c, leader);
+    REQUIRE(other->open_session(10s).ok());
+    auto busy = other->acquire_locks({rc::LockRequest{"config-writer"}, rc::LockRequest{"config"}});
+    REQUIRE(!busy.ok());
+    CHECK(busy.error().code == rc::ErrorCode::kLockBusy);
+    auto untouched = other->describe("config-writer");
+    CHECK((!untouched.ok() || untouched->holders.empty()));
+}
+
 TEST_CASE("kill -9 of the leader keeps holders and the queue; hand-off continues",
           "[integration][failover]") {
     ProcessCluster c;
