@@ -568,7 +568,6 @@ std::optional<std::pair<uint64_t, uint64_t>> LockClients::force_release_target()
     for (auto& c : clients_) {
         check_lapse(*c);
         if (c->hold_open) {
-            revoking_.insert(*c->token);
             return std::pair{c->session, *c->token};
         }
     }

@@ -84,9 +84,11 @@ public:
     void final_check();
 
     // The lock, and the (session, token) of a hold the clients act on now, for an administrator's
-    // ForceRelease; nullopt when none. The clients then treat the token as being revoked.
+    // ForceRelease; nullopt when none. Once the ForceRelease is sent, note_revoking(token): the
+    // clients then treat the token as being revoked.
     static const char* lock_name();
     std::optional<std::pair<uint64_t, uint64_t>> force_release_target();
+    void note_revoking(uint64_t token) { revoking_.insert(token); }
 
     const ClientStats& stats() const { return stats_; }
 

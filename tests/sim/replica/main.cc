@@ -144,7 +144,7 @@ private:
                 log(fmt::format("ask n{} to hand leadership to n{}", node, to));
                 proto::Request request;
                 request.mutable_transfer_leadership()->set_node_id(to);
-                send_admin(node, std::move(request), true);
+                (void)send_admin(node, std::move(request), true);
                 break;
             }
             case 4: {
@@ -161,7 +161,9 @@ private:
                 release->set_name(LockClients::lock_name());
                 release->set_session(held->first);
                 release->set_token(held->second);
-                send_admin(node, std::move(request), false);
+                if (send_admin(node, std::move(request), false)) {
+                    locks_.note_revoking(held->second);  // exempt only what was asked
+                }
                 break;
             }
             default: {
@@ -181,11 +183,12 @@ private:
             }
         });
     }
-    // An operator's request, on a connection of its own for as long as the fault lasts.
-    void send_admin(NodeId node, proto::Request request, bool transfer) {
+    // An operator's request, on a connection of its own for as long as the fault lasts; false
+    // when the node is down (nothing sent).
+    bool send_admin(NodeId node, proto::Request request, bool transfer) {
         std::optional<ConnId> conn = world_.open(node, *this);
         if (!conn) {
-            return;  // the node is down
+            return false;
         }
         admin_conn_ = *conn;
         admin_transfer_ = transfer;
@@ -197,6 +200,7 @@ private:
                 admin_conn_ = 0;
             }
         };
+        return true;
     }
     void end_fault() {
         if (end_) {
