@@ -15,7 +15,8 @@
 namespace raftlock::test_ports {
 
 // First port and one past the last. Below them: scripts/cluster.sh's default ports (7000+) and the
-// fixed bases of the shell-driven tests (tests/integration/CMakeLists.txt, 17400-23903).
+// fixed bases of the shell-driven tests (tests/integration/CMakeLists.txt and tests/packaging,
+// 10400-23903).
 inline constexpr uint16_t kFirst = 24000;
 inline constexpr uint16_t kEnd = 32768;
 inline constexpr uint16_t kBlockSize = 64;
