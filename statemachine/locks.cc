@@ -238,21 +238,16 @@ Response StateMachine::cancel(SessionId session, const Cancel& op, Index zxid, A
     }
     Lock& lock = it->second;
     for (size_t i = 0; i < lock.waiters.size(); i++) {
-        if (lock.waiters[i].session == session && lock.waiters[i].owner_tag == op.owner_tag &&
-            lock.waiters[i].group != 0) {
-            // A multi-lock wait is cancelled by any of its locks, on all of them. Its end is
-            // reported on each (wait_timeouts): the server answers the set's waiting request under
-            // its first lock's name, which need not be this one.
-            end_multi_wait(lock.waiters[i].group, nullptr, true, zxid, out);
-            RL_ASSERT(!locks_.contains(op.name) ||
-                      std::none_of(locks_.at(op.name).waiters.begin(),
-                                   locks_.at(op.name).waiters.end(), [&](const Waiter& w) {
-                                       return w.session == session && w.owner_tag == op.owner_tag;
-                                   }));
-            response.lock = LockOutcome::kCancelled;
-            return response;
-        }
         if (lock.waiters[i].session == session && lock.waiters[i].owner_tag == op.owner_tag) {
+            if (const Index group = lock.waiters[i].group; group != 0) {
+                // A multi-lock wait is cancelled by any of its locks, on all of them
+                // (end_multi_wait asserts it is gone). Its end is reported on each (wait_timeouts):
+                // the server answers the set's waiting request under its first lock's name, which
+                // need not be this one.
+                end_multi_wait(group, nullptr, true, zxid, out);
+                response.lock = LockOutcome::kCancelled;
+                return response;
+            }
             remove_waiter(it->first, lock, i);
             // One waiter per (session, owner tag): acquire refuses a second (kAlreadyWaiting).
             RL_ASSERT(std::none_of(lock.waiters.begin(), lock.waiters.end(), [&](const Waiter& w) {
@@ -421,10 +416,9 @@ void StateMachine::grant_waiters(const std::string& name,
         const std::string next = std::move(moved.back());
         moved.pop_back();
         auto it = locks_.find(next);
-        RL_ASSERT(it != locks_.end());  // it has just been granted to
-        grant_queue(it->first, it->second, zxid, out, moved);
+        RL_ASSERT(it != locks_.end());                         // it has just been granted to
+        grant_queue(it->first, it->second, zxid, out, moved);  // asserts its head is settled
     }
-    RL_ASSERT(!head_grantable(lock));
 }
 
 void StateMachine::grant_queue(const std::string& name,
