@@ -246,8 +246,11 @@ private:
         statemachine::Command command;  // time_ms = 0; the leader stamps it
         int64_t submitted_us = 0;
         int64_t deadline_ms = 0;
-        uint64_t forward_tag = 0;  // the latest ForwardWrite of it, 0 when proposed locally
+        uint64_t forward_tag = 0;  // its ForwardWrite still unanswered, else 0
         int attempt = 1;           // an AttachSession refused for a low first seq is retried
+        // A copy of it reached a log or may have (proposed here, or forwarded and not refused):
+        // it may commit yet, so a later copy's refusal does not mean "not applied".
+        bool maybe_proposed = false;
     };
     // How many times an attach is proposed before its client hears RESULT_DISCARDED: each retry
     // is chosen after applying the write that beat the last, so only a session written to
@@ -368,6 +371,7 @@ private:
     void submit_attach(net::ConnectionId conn, uint64_t request_id, uint64_t session, int attempt);
     void drop_pending_writes(net::ConnectionId conn);
     void route_write(const WriteKey& key, PendingWrite& pending);
+    static bool may_commit(const PendingWrite& pending);
     // Queues a write for the leader (proposed here or forwarded) to be answered to
     // (conn, request_id) when it applies or times out. False, changing nothing, when a write with
     // the same (client_id, seq) is already pending.

@@ -177,6 +177,7 @@ void Replica::submit_write(net::ConnectionId conn, proto::Request& request) {
         respond_error(ClientRef{it->second.conn, it->second.request_id}, proto::TIMEOUT,
                       "superseded by a retry of the same (session, seq)");
     }
+    const bool maybe_proposed = !inserted && may_commit(it->second);
     const int64_t now_us = clock_.steady_us();
     it->second = PendingWrite{conn,
                               request.request_id(),
@@ -184,6 +185,7 @@ void Replica::submit_write(net::ConnectionId conn, proto::Request& request) {
                               now_us,
                               now_us / 1000 + config_.request_timeout_ms,
                               0};
+    it->second.maybe_proposed = maybe_proposed;
     route_write(key, it->second);
 }
 
@@ -239,18 +241,32 @@ bool Replica::add_pending_write(net::ConnectionId conn, uint64_t request_id, sm:
     return true;
 }
 
+// Whether a copy of the write may still commit: one was proposed here, or one was forwarded and
+// its leader has not refused it (an unanswered copy may sit in the old leader's log, which a new
+// leader can commit).
+bool Replica::may_commit(const PendingWrite& pending) {
+    return pending.maybe_proposed || pending.forward_tag != 0;
+}
+
 // Proposes the write (leader) or forwards it to the leader. With no leader known it waits: the
 // next leader gets it (resubmit_after_leader_change) or the request times out.
 void Replica::route_write(const WriteKey& key, PendingWrite& pending) {
+    pending.maybe_proposed = may_commit(pending);
     forward_tags_.erase(pending.forward_tag);
     pending.forward_tag = 0;
     if (is_leader()) {
-        if (!propose_command(pending.command)) {
+        if (propose_command(pending.command)) {
+            pending.maybe_proposed = true;
+        } else if (!pending.maybe_proposed) {
             const ClientRef client{pending.conn, pending.request_id};
             pending_writes_.erase(key);
             respond_error(client, proto::UNAVAILABLE,
                           "the leader cannot take proposals now (leadership transfer or overload)");
         }
+        // Else an earlier copy may commit: "not applied" could be false (a client that retries
+        // would apply the write twice). It waits for that copy's fate: applied and answered here,
+        // resubmitted to the next leader (exactly-once answers a copy with the first's result),
+        // or TIMEOUT, which says the outcome is unknown.
         return;
     }
     if (soft_.leader == raft::kNoNode) {

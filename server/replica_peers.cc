@@ -183,9 +183,20 @@ void Replica::handle_forward_reply(const proto::ForwardReply& reply) {
             return;
 #endif
         case proto::FORWARD_NOT_LEADER:
-            // Our idea of the leader is stale; the next leader change resubmits the write.
+            // Our idea of the leader is stale; the next leader change resubmits the write. This
+            // copy is settled: not proposed.
+            forward_tags_.erase(tag);
+            pending->second.forward_tag = 0;
             return;
         case proto::FORWARD_DROPPED:
+            if (pending->second.maybe_proposed) {
+                // This copy was refused, an earlier one may commit (route_write): the write
+                // waits for its fate.
+                forward_tags_.erase(tag);
+                pending->second.forward_tag = 0;
+                return;
+            }
+            [[fallthrough]];
         case proto::FORWARD_BAD_COMMAND:
         default: {
             const ClientRef client{pending->second.conn, pending->second.request_id};

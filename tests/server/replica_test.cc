@@ -167,6 +167,45 @@ TEST_CASE("a write forwarded on a link that then fails is forwarded again", "[se
     CHECK(created->node().path() == "/lost-once");
 }
 
+// Found by the server simulator (seed 9102520): a copy of a forwarded write refused by a leader
+// in a transfer was answered "not applied", though the first copy sat in that leader's log and
+// committed. A client that believes it (SQL's 57P03, Redis's TRYAGAIN) and retries applies twice.
+TEST_CASE("a write whose resent copy is refused still gets its first copy's outcome",
+          "[server][replica]") {
+    ReplicaCluster c;
+    const uint64_t leader = c.wait_for_leader();
+    const uint64_t follower = c.follower();
+    const uint64_t other = 6 - leader - follower;
+    c.connect(follower, 1);
+    c.connect(leader, 2);
+    Client client;
+    open_session(c, follower, 1, client);
+
+    // The first copy reaches the leader's log; its appends are lost, so it cannot commit yet.
+    c.break_link(leader, follower);
+    c.break_link(leader, other);
+    proto::Request create = client.write();
+    create.mutable_create()->set_path("/once");
+    c.send(follower, 1, create);
+    c.run_until([] { return false; }, 30);  // well inside the election timeout
+    // A transfer to a node that cannot catch up: the leader takes no proposals meanwhile.
+    proto::Request transfer;
+    transfer.set_request_id(1);
+    transfer.mutable_transfer_leadership()->set_node_id(other);
+    c.send(leader, 2, transfer);
+    c.run_until([] { return false; }, 10);
+    CHECK(c.metrics(leader).proposals_dropped_total == 0);
+    // The follower's link to the leader fails and comes back: it sends a second copy, which the
+    // transferring leader refuses; meanwhile the first copy commits with the follower's votes.
+    c.restore_link(leader, follower);
+    c.break_link(follower, leader);
+    c.restore_link(follower, leader);
+    const proto::Response created = await_response(c, 1, create.request_id());
+    CHECK(c.metrics(leader).proposals_dropped_total >= 1);  // the second copy was refused
+    CHECK(created.code() == proto::OK);
+    CHECK(created.node().path() == "/once");
+}
+
 TEST_CASE("a read whose ReadIndex request was lost is asked again, and later reads wait for it",
           "[server][replica][reads]") {
     ReplicaCluster c;

@@ -5,6 +5,7 @@
 //
 //   raftlock-replica-sim --seeds 1..200     a sweep; prints each failing seed and a summary
 //   raftlock-replica-sim --seed 17 -v       one seed, with the replicas' logs and the faults
+//   raftlock-replica-sim --regressions tests/sim/replica/regressions.txt   every seed listed
 //   raftlock-replica-sim-unsafe --break proposal-forwarding --seeds 1..200 --expect-violation
 //                                           a negative control: passes when some seed fails
 
@@ -12,7 +13,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -396,6 +400,36 @@ RunResult run(uint64_t seed, bool verbose) {
     return result;
 }
 
+// One seed per line, then "# why" (blank lines and comment lines allowed).
+bool read_seed_list(const std::string& path, std::vector<uint64_t>& seeds) {
+    std::ifstream in(path);
+    if (!in) {
+        fmt::print(stderr, "cannot read {}\n", path);
+        return false;
+    }
+    std::string line;
+    for (int line_no = 1; std::getline(in, line); ++line_no) {
+        std::istringstream words(line.substr(0, line.find('#')));
+        std::string word;
+        if (!(words >> word)) {
+            continue;
+        }
+        const uint64_t seed = std::strtoull(word.c_str(), nullptr, 10);
+        if (seed == 0 || word.find_first_not_of("0123456789") != std::string::npos ||
+            words >> word) {
+            fmt::print(stderr, "{}:{}: want one seed (a number from 1) and a # comment\n", path,
+                       line_no);
+            return false;
+        }
+        seeds.push_back(seed);
+    }
+    if (seeds.empty()) {
+        fmt::print(stderr, "{}: lists no seed\n", path);
+        return false;
+    }
+    return true;
+}
+
 bool parse_range(const char* text, uint64_t& first, uint64_t& last) {
     const char* dots = std::strstr(text, "..");
     if (dots == nullptr) {
@@ -413,6 +447,7 @@ int main_impl(int argc, char** argv) {
     bool verbose = false;
     bool expect_violation = false;
     bool check_determinism = false;
+    std::string regressions;   // a file of seeds, instead of a range
     std::string replay_flags;  // the switches a replay needs besides the seed
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -441,18 +476,32 @@ int main_impl(int argc, char** argv) {
                 fmt::print(stderr, "bad seed range {}: want N or A..B with 1 <= A <= B\n", argv[i]);
                 return 2;
             }
+        } else if (arg == "--regressions" && i + 1 < argc) {
+            regressions = argv[++i];
         } else if (arg == "-v" || arg == "--verbose") {
             verbose = true;
         } else {
             fmt::print(
                 stderr,
-                "usage: raftlock-replica-sim [--seeds A..B | --seed N] [-v] "
-                "[--expect-violation] [--check-determinism]\n"
+                "usage: raftlock-replica-sim [--seeds A..B | --seed N | --regressions FILE] "
+                "[-v] [--expect-violation] [--check-determinism]\n"
                 "  runs real replicas under a seeded nemesis; a failing seed replays with\n"
                 "  raftlock-replica-sim --seed N -v. raftlock-replica-sim-unsafe also takes\n"
                 "  --break local-reads|proposal-forwarding|keepalive-without-read-index|\n"
                 "  forward-answered-early|reads-out-of-order\n");
             return 2;
+        }
+    }
+    std::vector<uint64_t> seed_list;
+    std::string seeds_named = fmt::format("{}..{}", first, last);
+    if (!regressions.empty()) {
+        if (!read_seed_list(regressions, seed_list)) {
+            return 2;
+        }
+        seeds_named = "listed in " + regressions;
+    } else {
+        for (uint64_t seed = first; seed <= last; ++seed) {
+            seed_list.push_back(seed);
         }
     }
     spdlog::set_level(verbose ? spdlog::level::info : spdlog::level::off);
@@ -475,7 +524,7 @@ int main_impl(int argc, char** argv) {
     uint64_t force_releases = 0;
     uint64_t revoked = 0;
     uint64_t watch_changes = 0;
-    for (uint64_t seed = first; seed <= last; ++seed) {
+    for (const uint64_t seed : seed_list) {
         RunResult r = run(seed, verbose);
         if (check_determinism && run(seed, false).fingerprint != r.fingerprint) {
             r.other_failures.push_back("a second run of the seed ended differently");
@@ -531,16 +580,16 @@ int main_impl(int argc, char** argv) {
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const uint64_t seeds = last - first + 1;
+    const uint64_t seeds = seed_list.size();
     fmt::print(
-        "{} seeds {}..{}: {} failed; {} grants ({} of two locks at once), {} fenced writes, {} "
+        "{} seeds {}: {} failed; {} grants ({} of two locks at once), {} fenced writes, {} "
         "lapses, {} sessions lost, {} cancels ({} granted); Redis: {} taken, {} reads checked, {} "
         "transactions "
         "committed, {} aborted by WATCH; SQL: {} locks, {} rows acknowledged, {} reads "
         "checked; watches: {} events, {} changes read after their event; {} faults ({} "
         "leadership transfers done, {} holds forced away, {} seen revoked); {:.1f} s ({:.1f} "
         "seeds/s)\n",
-        seeds, first, last, failed, total.grants, multi_grants, total.fenced_writes, total.lapses,
+        seeds, seeds_named, failed, total.grants, multi_grants, total.fenced_writes, total.lapses,
         total.sessions_lost, cancels, cancels_granted, redis_acquired, redis_reads, redis_committed,
         redis_aborted, sql_locks, sql_rows, sql_reads, watch_events, watch_changes, faults,
         transfers, force_releases, revoked, seconds, seeds / seconds);
