@@ -20,8 +20,9 @@
 #                  27411-27413, admin 27421-27423, ZooKeeper 27431-27433 (raftlock-bench
 #                  --system zookeeper measures that port as it measures ZooKeeper; ports of
 #                  its own: the README cluster of
-#                  scripts/cluster.sh uses 7001-7403, so both can run at once); synced RocksDB
-#                  writes (its only mode)
+#                  scripts/cluster.sh uses 7001-7403, so both can run at once); synced writes
+#                  to its default store, the journal (RAFTLOCK_BENCH_FLAGS adds raftlockd flags,
+#                  e.g. "--storage-engine rocksdb" for the RocksDB store)
 #   etcd           three etcd 3.4 members (Debian etcd-server), clients 24791-24793, peers
 #                  24801-24803; fsync on (etcd's default; --unsafe-no-fsync is not given)
 #   zookeeper      a three-server ZooKeeper 3.8 ensemble (Debian zookeeper), clients 21811-21813,
@@ -47,7 +48,8 @@
 # call, so a service someone already ran is left alone. The units stay enabled (they would start
 # again at boot); `systemctl disable etcd redis-server postgresql` if that is unwanted.
 #
-# Environment: BENCH_DATA_DIR, RAFTLOCK_BUILD_DIR (default build-release, as bench/compare.sh).
+# Environment: BENCH_DATA_DIR, RAFTLOCK_BUILD_DIR (default build-release, as bench/compare.sh),
+# RAFTLOCK_BENCH_FLAGS (more raftlockd flags, split on spaces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -217,7 +219,8 @@ start_raftlock_node() {
         --admin-listen "127.0.0.1:$((raftlock_port_base + 20 + n))" \
         --zk-listen "127.0.0.1:$((raftlock_port_base + 30 + n))" \
         --redis-listen "127.0.0.1:$((raftlock_port_base + 50 + n))" --data-dir "$dir/node$n" \
-        --max-connections 100000 --max-connections-per-address 100000
+        --max-connections 100000 --max-connections-per-address 100000 \
+        ${RAFTLOCK_BENCH_FLAGS:-}
     # Every client of a benchmark comes from 127.0.0.1, and a ZooKeeper session is a connection of
     # its own: session.keepalive's 10,000 idle sessions through the ZooKeeper port need more than
     # the default 1,024 per address (ZooKeeper runs with maxClientCnxns=0 here, unlimited, too).

@@ -39,7 +39,7 @@
 #include "server/storage_worker.h"
 #include "server/zk_frontend.h"
 #include "statemachine/redis/lua_script.h"
-#include "storage/rocks_storage.h"
+#include "storage/durable_store.h"
 
 namespace raftlock::server {
 namespace {
@@ -375,11 +375,17 @@ int run(const ServerConfig& config) {
     // One budget over the native, Redis and PostgreSQL ports (net/connection_budget.h).
     auto budget = std::make_shared<net::ConnectionBudget>(
         connection_limit.value().client_connections_max, config.connections_per_address_max);
-    auto store = storage::RocksStorage::open(config.data_dir);
+    storage::DurableStoreOptions store_options;
+    store_options.new_store_engine =
+        config.storage_rocksdb ? storage::StoreEngine::kRocksDb : storage::StoreEngine::kJournal;
+    store_options.journal_segment_bytes = config.journal_segment_bytes;
+    auto store = storage::open_durable_store(config.data_dir, store_options);
     if (!store.ok()) {
         spdlog::critical("cannot open the store in {}: {}", config.data_dir, store.error().message);
         return 1;
     }
+    spdlog::info("store: {} in {} (last index {})", store.value()->engine(), config.data_dir,
+                 store.value()->last_index());
     asio::io_context io(1);
     SystemClock clock;
     Metrics metrics;

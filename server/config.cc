@@ -344,6 +344,14 @@ void add_limit_fields(std::vector<Field>& out) {
     out.push_back(integer_field({"max-writes-in-flight", "max_writes_in_flight", "N", "Storage",
                                  "Raft batches written at once (1: each waits for the last)"},
                                 &ServerConfig::max_writes_in_flight, 1, 64));
+    out.push_back(two_word_field(
+        {"storage-engine", "storage_engine", "journal|rocksdb", "Storage",
+         "the engine of a new store (an existing one keeps the engine that wrote it)"},
+        &ServerConfig::storage_rocksdb, "journal", "rocksdb"));
+    out.push_back(
+        integer_field({"journal-segment-bytes", "journal_segment_bytes", "BYTES", "Storage",
+                       "size of each journal segment file (zero-filled ahead)"},
+                      &ServerConfig::journal_segment_bytes, 1u << 20, 1u << 30));
     out.push_back(integer_field(
         {"max-frame-bytes", "max_frame_bytes", "BYTES", "Limits", "largest client frame"},
         &ServerConfig::client_frame_bytes_max, 64 * 1024, kNoMax));

@@ -121,6 +121,11 @@ struct ServerConfig {
     // AppendEntries leave and its write queues while the last one syncs, and queued writes share
     // one sync (raft/ready_loop.h). 1: each batch waits for the last one's sync.
     uint32_t max_writes_in_flight = 4;  // --max-writes-in-flight
+    // The engine of a new store: the journal of preallocated segments (default) or RocksDB. An
+    // existing store opens with the engine that wrote it (storage/durable_store.h).
+    bool storage_rocksdb = false;  // --storage-engine journal|rocksdb
+    // The journal's segment size: each is zero-filled before use, the next prepared ahead.
+    uint64_t journal_segment_bytes = 64ull << 20;  // --journal-segment-bytes, 1 MiB..1 GiB
 
     // --- limits
     // -----------------------------------------------------------------------------------------

@@ -37,6 +37,11 @@ StorageError io_error(std::string_view what, const std::string& path, int errno_
 
 }  // namespace
 
+bool is_directory(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 std::optional<StorageError> ensure_directory(const std::string& path) {
     if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
         return io_error("mkdir", path, errno);

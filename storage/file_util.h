@@ -14,6 +14,9 @@
 
 namespace raftlock::storage {
 
+// Whether `path` is a directory (false when missing or unreadable).
+bool is_directory(const std::string& path);
+
 // Creates the directory if it is missing (not its parents).
 std::optional<StorageError> ensure_directory(const std::string& path);
 

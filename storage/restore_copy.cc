@@ -9,7 +9,7 @@
 #include "base/assert.h"
 #include "statemachine/codec.h"
 #include "statemachine/state_machine.h"
-#include "storage/rocks_storage.h"
+#include "storage/durable_store.h"
 
 namespace raftlock::storage {
 
@@ -33,7 +33,7 @@ std::string check_members(const raft::ConfState& members) {
 }
 
 // Applies the copy's entries (from, to] to `machine`, as Replica::apply_entries does.
-Result<uint64_t, std::string> apply_log(const RocksStorage& copy,
+Result<uint64_t, std::string> apply_log(const StoreCore& copy,
                                         raft::Index from,
                                         raft::Index to,
                                         sm::StateMachine& machine) {
@@ -84,14 +84,14 @@ Result<RestoreSummary, std::string> restore_copy(const RestoreOptions& options) 
         return fmt::format("{} is not empty: restore writes a new store, never over one",
                            options.to_dir);
     }
-    RocksStorageOptions read_only;
+    DurableStoreOptions read_only;
     read_only.read_only = true;
     read_only.entry_cache_bytes_max = 0;
-    auto copy = RocksStorage::open(options.from_dir, read_only);
+    auto copy = open_durable_store(options.from_dir, read_only);
     if (!copy.ok()) {
         return fmt::format("the copy {}: {}", options.from_dir, copy.error().message);
     }
-    const RocksStorage& from = **copy;
+    const StoreCore& from = **copy;
     const raft::InitialState init = from.initial_state();
     // Committed: what the hard state recorded (lazily: it may lag) and what the snapshot covers.
     const raft::Index last = std::max(init.hard_state.commit, init.snapshot_meta.index);
@@ -141,11 +141,11 @@ Result<RestoreSummary, std::string> restore_copy(const RestoreOptions& options) 
     if (ec) {
         return fmt::format("cannot create {}: {}", options.to_dir, ec.message());
     }
-    auto fresh = RocksStorage::open(options.to_dir);
+    auto fresh = open_durable_store(options.to_dir);
     if (!fresh.ok()) {
         return fmt::format("cannot create the store {}: {}", options.to_dir, fresh.error().message);
     }
-    RocksStorage& to = **fresh;
+    StoreCore& to = **fresh;
     RL_ASSERT(to.last_index() == 0 && to.initial_state().hard_state.empty());
     const bool installed = to.apply_snapshot(snapshot);
     RL_ASSERT(installed);

@@ -121,18 +121,13 @@ std::string locate_damage(const std::string& db_dir,
         *first, last, last);
 }
 
-bool directory_exists(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 }  // namespace
 
 Result<std::unique_ptr<RocksStorage>, StorageError> RocksStorage::open(
     const std::string& dir, const RocksStorageOptions& options) {
     std::unique_ptr<RocksStorage> store(new RocksStorage(dir, options));
     if (options.read_only) {
-        if (!directory_exists(store->db_dir())) {
+        if (!is_directory(store->db_dir())) {
             return StorageError{
                 StorageErrorCode::kInvalidArgument,
                 fmt::format("no store in {} ({} is missing)", dir, store->db_dir())};
@@ -295,27 +290,6 @@ std::string RocksStorage::describe_location(raft::Index index) const {
         return fmt::format("{} (column family log, write-ahead log)", db_dir());
     }
     return fmt::format("{} (column family log)", fmt::join(names, " or "));
-}
-
-void RocksStorage::remove_stray_snapshot_files() const {
-    auto names = list_directory(snapshot_dir());
-    if (!names.ok()) {
-        fatal_disk_error(names.error().message);
-    }
-    bool removed = false;
-    for (const std::string& name : *names) {
-        if (!snapshot_ || name != snapshot_->file_name) {
-            // A temporary file or a superseded snapshot left by a crash.
-            const std::string path = snapshot_dir() + "/" + name;
-            if (::unlink(path.c_str()) != 0) {
-                fatal_errno(fmt::format("unlink {}", path), errno);
-            }
-            removed = true;
-        }
-    }
-    if (removed) {
-        fsync_directory(snapshot_dir());
-    }
 }
 
 }  // namespace raftlock::storage

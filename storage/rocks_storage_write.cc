@@ -1,6 +1,6 @@
-// RocksStorage: writes. Every public write builds one Change, which becomes one RocksDB WriteBatch
-// (all-or-nothing after a crash) and, once RocksDB has accepted it, updates the in-memory view.
-// A failed write is fatal: the node stops rather than run on state it could not persist.
+// RocksStorage: writes. Each change (store_core.h) becomes one RocksDB WriteBatch, all-or-nothing
+// after a crash. A failed write is fatal: the node stops rather than run on state it could not
+// persist.
 
 #include <algorithm>
 
@@ -9,9 +9,7 @@
 #include <rocksdb/write_batch.h>
 
 #include "storage/fatal.h"
-#include "storage/file_util.h"
 #include "storage/rocks_storage.h"
-#include "storage/snapshot_file.h"
 
 namespace raftlock::storage {
 namespace {
@@ -22,124 +20,9 @@ void check_batch_status(const rocksdb::Status& s, std::string_view what) {
     }
 }
 
-// Entries must be consecutive with non-decreasing terms, or the log matching property breaks.
-void check_entries(std::span<const raft::Entry> entries) {
-    for (size_t i = 1; i < entries.size(); i++) {
-        RL_ASSERT(entries[i].index == entries[i - 1].index + 1);
-        RL_ASSERT(entries[i].term >= entries[i - 1].term);
-    }
-    if (!entries.empty()) {
-        RL_ASSERT(entries.front().index > 0);
-        RL_ASSERT(entries.front().term > 0);
-    }
-}
-
 }  // namespace
 
-void RocksStorage::persist(const raft::Ready& ready, bool sync) {
-    Change change;
-    change.hard_state = ready.hard_state;
-    change.entries = ready.entries;
-    if (ready.snapshot && !ready.snapshot->empty()) {
-        const raft::Snapshot& snap = *ready.snapshot;
-        if (snapshot_) {
-            RL_ASSERT(snap.metadata.index > snapshot_->meta.index);
-        }
-        change.snapshot = write_snapshot_file(snapshot_dir(), snap, options_.snapshot_chunk_bytes);
-        change.replace_log = true;
-        sync = true;
-    }
-    if (!change.hard_state && change.entries.empty() && !change.snapshot) {
-        return;
-    }
-    write(std::move(change), sync);
-}
-
-void RocksStorage::set_hard_state(const raft::HardState& hs) {
-    Change change;
-    change.hard_state = hs;
-    write(std::move(change), true);
-}
-
-void RocksStorage::append(const std::vector<raft::Entry>& entries) {
-    if (entries.empty()) {
-        return;
-    }
-    Change change;
-    change.entries = entries;
-    write(std::move(change), true);
-}
-
-bool RocksStorage::apply_snapshot(const raft::Snapshot& snapshot) {
-    RL_ASSERT(!snapshot.empty());
-    if (snapshot_ && snapshot.metadata.index <= snapshot_->meta.index) {
-        return false;
-    }
-    Change change;
-    change.snapshot = write_snapshot_file(snapshot_dir(), snapshot, options_.snapshot_chunk_bytes);
-    change.replace_log = true;
-    write(std::move(change), true);
-    return true;
-}
-
-void RocksStorage::create_snapshot(raft::Index index,
-                                   const raft::ConfState& conf_state,
-                                   std::string data) {
-    RL_ASSERT(index <= last_index());
-    RL_ASSERT(index >= log_start_.index);
-    if (snapshot_) {
-        RL_ASSERT(index > snapshot_->meta.index);
-    }
-    raft::Snapshot snapshot;
-    snapshot.metadata.index = index;
-    snapshot.metadata.term = *terms_.term(index);
-    snapshot.metadata.conf_state = conf_state;
-    snapshot.data = std::move(data);
-    Change change;
-    change.snapshot = write_snapshot_file(snapshot_dir(), snapshot, options_.snapshot_chunk_bytes);
-    write(std::move(change), true);
-}
-
-void RocksStorage::compact(raft::Index compact_index) {
-    if (compact_index <= log_start_.index) {
-        return;  // already compacted, as MemoryStorage does
-    }
-    RL_ASSERT(compact_index <= last_index());
-    Change change;
-    change.compact_to = compact_index;
-    // Not synced: losing a compaction in a crash only keeps entries a little longer.
-    write(std::move(change), false);
-}
-
-void RocksStorage::bootstrap(const raft::Bootstrap& boot) {
-    RL_ASSERT_MSG(last_index() == 0 && hard_state().empty(), "bootstrap of a store in use");
-    append({boot.entry});
-    set_hard_state(boot.hard_state);
-}
-
-void RocksStorage::save_snapshot(raft::Index index,
-                                 const raft::ConfState& conf,
-                                 std::string data,
-                                 raft::Index compact_index) {
-    RL_ASSERT(compact_index <= index);
-    create_snapshot(index, conf, std::move(data));
-    if (compact_index >= first_index()) {
-        compact(compact_index);
-    }
-}
-
-void RocksStorage::write(Change change, bool sync) {
-    RL_ASSERT(!options_.read_only);
-    RL_ASSERT(!(change.replace_log && change.compact_to));
-    if (change.replace_log) {
-        RL_ASSERT(change.snapshot.has_value());
-    }
-    check_entries(change.entries);
-    // Only this thread changes the in-memory view, so it may read it without the lock.
-    std::unique_lock lock(mutex_, std::defer_lock);
-    if (deletes_entries(change)) {
-        lock.lock();
-    }
+void RocksStorage::write_change(const Change& change, bool sync) {
     rocksdb::WriteBatch batch;
     if (change.snapshot) {
         check_batch_status(
@@ -160,24 +43,12 @@ void RocksStorage::write(Change change, bool sync) {
         fatal_disk_error(fmt::format("write batch to {} ({} entries, sync={}): {}", db_dir(),
                                      change.entries.size(), sync, s.ToString()));
     }
-    const std::optional<SnapshotRecord> old_snapshot = snapshot_;
-    if (!lock.owns_lock()) {
-        lock.lock();
-    }
-    apply_to_memory(change);
-    // The metadata now points at the new file, so the old one is garbage. A crash before this
-    // line leaves it behind; opening removes it.
-    if (change.snapshot && old_snapshot && old_snapshot->file_name != change.snapshot->file_name) {
-        remove_file_durably(snapshot_dir(), old_snapshot->file_name);
-    }
 }
 
-bool RocksStorage::deletes_entries(const Change& change) const {
-    if (change.snapshot || change.compact_to) {
-        return true;
-    }
-    const size_t skip = compacted_prefix(change.entries, log_start_.index);
-    return skip < change.entries.size() && change.entries[skip].index <= terms_.last();
+// RocksDB keeps nothing beside the view: the batch said it all.
+void RocksStorage::after_change(const Change& change, const LogStart& old_start) {
+    (void)change;
+    (void)old_start;
 }
 
 void RocksStorage::stage_log_changes(rocksdb::WriteBatch& batch, const Change& change) const {
@@ -233,43 +104,6 @@ void RocksStorage::stage_entries(rocksdb::WriteBatch& batch,
         check_batch_status(
             batch.Put(log_cf_, encode_log_key(entries[i].index), encode_entry(entries[i])),
             "stage log entry");
-    }
-}
-
-size_t RocksStorage::compacted_prefix(std::span<const raft::Entry> entries, raft::Index start) {
-    if (entries.empty() || entries.front().index > start) {
-        return 0;
-    }
-    return std::min<size_t>(entries.size(), start - entries.front().index + 1);
-}
-
-void RocksStorage::apply_to_memory(const Change& change) {
-    if (change.snapshot) {
-        snapshot_ = change.snapshot;
-    }
-    if (change.replace_log) {
-        log_start_ = LogStart{change.snapshot->meta.index, change.snapshot->meta.term};
-        terms_.reset(log_start_.index, log_start_.term);
-        cache_.clear();
-    } else if (change.compact_to) {
-        log_start_ = LogStart{*change.compact_to, *terms_.term(*change.compact_to)};
-        terms_.compact_to(log_start_.index);
-        cache_.drop_before(log_start_.index + 1);
-    }
-    const size_t skip = compacted_prefix(change.entries, log_start_.index);
-    if (skip < change.entries.size()) {
-        const raft::Index first = change.entries[skip].index;
-        if (first <= terms_.last()) {
-            terms_.truncate_after(first - 1);
-            cache_.truncate_after(first - 1);
-        }
-        for (size_t i = skip; i < change.entries.size(); i++) {
-            terms_.append(change.entries[i].index, change.entries[i].term);
-            cache_.append(change.entries[i]);
-        }
-    }
-    if (change.hard_state) {
-        hard_state_ = *change.hard_state;
     }
 }
 

@@ -1,5 +1,5 @@
-// raftlock-storage: inspects a store without changing it (RocksDB opened read-only), and makes a
-// new cluster's stores from a copy of one.
+// raftlock-storage: inspects a store without changing it (opened read-only, with the engine that
+// wrote it: storage/durable_store.h), and makes a new cluster's stores from a copy of one.
 //
 //   raftlock-storage verify DIR            check every checksum; exit 1 on corruption
 //   raftlock-storage hard-state DIR        term, vote, commit
@@ -22,12 +22,12 @@
 #include <spdlog/spdlog.h>
 
 #include "raft/text.h"
+#include "storage/durable_store.h"
 #include "storage/restore_copy.h"
-#include "storage/rocks_storage.h"
 
 namespace {
 
-using raftlock::storage::RocksStorage;
+using raftlock::storage::StoreCore;
 
 int usage() {
     std::fputs(
@@ -41,8 +41,8 @@ int usage() {
     return 2;
 }
 
-void print_summary(const RocksStorage& store) {
-    fmt::print("ok: {}\n", store.dir());
+void print_summary(const StoreCore& store) {
+    fmt::print("ok: {} ({})\n", store.dir(), store.engine());
     fmt::print("hard state: {}\n", raftlock::raft::to_string(store.hard_state()));
     fmt::print("log: first index {}, last index {}, {} entries\n", store.first_index(),
                store.last_index(), store.last_index() + 1 - store.first_index());
@@ -54,7 +54,7 @@ void print_summary(const RocksStorage& store) {
     }
 }
 
-void print_snapshot(const RocksStorage& store) {
+void print_snapshot(const StoreCore& store) {
     const auto& record = store.snapshot_record();
     if (!record) {
         fmt::print("no snapshot\n");
@@ -66,7 +66,7 @@ void print_snapshot(const RocksStorage& store) {
 }
 
 // Prints [lo, hi) a few MiB at a time; every pass prints at least one entry.
-void print_log(const RocksStorage& store, raftlock::raft::Index lo, raftlock::raft::Index hi) {
+void print_log(const StoreCore& store, raftlock::raft::Index lo, raftlock::raft::Index hi) {
     constexpr uint64_t kBatchBytes = 4u << 20;
     lo = std::max(lo, store.first_index());
     hi = std::min(hi, store.last_index() + 1);
@@ -158,10 +158,10 @@ int run(const std::vector<std::string>& args) {
         return restore(args);
     }
     const std::string& command = args[0];
-    raftlock::storage::RocksStorageOptions options;
+    raftlock::storage::DurableStoreOptions options;
     options.read_only = true;
     options.entry_cache_bytes_max = 0;
-    auto store = RocksStorage::open(args[1], options);
+    auto store = raftlock::storage::open_durable_store(args[1], options);
     if (!store.ok()) {
         fmt::print(stderr, "raftlock-storage: {}\n", store.error().message);
         return 1;

@@ -42,6 +42,15 @@ void TermRuns::compact_to(raft::Index index) {
     runs_.front() = Run{index, start_term};
 }
 
+std::vector<std::pair<raft::Index, raft::Term>> TermRuns::runs() const {
+    std::vector<std::pair<raft::Index, raft::Term>> out;
+    out.reserve(runs_.size());
+    for (const Run& run : runs_) {
+        out.emplace_back(run.first_index, run.term);
+    }
+    return out;
+}
+
 std::optional<raft::Term> TermRuns::term(raft::Index index) const {
     if (index < start() || index > last_) {
         return std::nullopt;

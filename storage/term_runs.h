@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "raft/types.h"
@@ -27,6 +28,8 @@ public:
 
     // nullopt outside [start(), last()].
     std::optional<raft::Term> term(raft::Index index) const;
+    // Each run's first index and term, oldest first (the first run starts at start()).
+    std::vector<std::pair<raft::Index, raft::Term>> runs() const;
     raft::Index start() const { return runs_.front().first_index; }
     raft::Index last() const { return last_; }
     size_t run_count() const { return runs_.size(); }

@@ -9,7 +9,7 @@
 
 #include "process_cluster.h"
 #include "raw_client.h"
-#include "storage/rocks_storage.h"
+#include "storage/durable_store.h"
 
 namespace raftlock::integration {
 namespace {
@@ -28,7 +28,7 @@ TEST_CASE("a committed entry that does not decode stops the node at its replay",
     c.stop(1);
     raft::Index index = 0;
     {
-        auto store = storage::RocksStorage::open(c.dir() + "/node1");
+        auto store = storage::open_durable_store(c.dir() + "/node1");
         REQUIRE(store.ok());
         raft::InitialState init = (*store)->initial_state();
         index = (*store)->last_index() + 1;

@@ -580,7 +580,7 @@ TEST_CASE("every bad TOML file is named with the key, the value and what was exp
          "heartbeat_interval_ms, "
          "session_timeout_min_ms, session_timeout_max_ms, request_timeout_ms, "
          "pg_session_timeout_ms, snapshot_every_entries, compaction_lag_entries, "
-         "max_writes_in_flight, max_frame_bytes, "
+         "max_writes_in_flight, storage_engine, journal_segment_bytes, max_frame_bytes, "
          "max_pending_requests, "
          "max_watches, max_connections, max_connections_per_address, "
          "client_output_buffer_bytes_max, client_message_deadline_ms, max_requests_per_second, "

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "server/storage_worker.h"
-#include "storage/rocks_storage.h"
+#include "storage/durable_store.h"
 
 namespace raftlock::server::test {
 
@@ -89,7 +89,9 @@ ReplicaCluster::~ReplicaCluster() {
 void ReplicaCluster::restart(uint64_t id) {
     Node& n = nodes_.at(id);
     REQUIRE(n.replica == nullptr);
-    auto store = storage::RocksStorage::open(n.dir);
+    storage::DurableStoreOptions options;
+    options.journal_segment_bytes = 1 << 20;  // each is zero-filled when made
+    auto store = storage::open_durable_store(n.dir, options);
     REQUIRE(store.ok());
     const uint64_t epoch = ++n.epoch;
     auto post = [this, id, epoch](std::function<void()> task) {

@@ -1,8 +1,9 @@
 // The crash test's child: opens the store, then appends and syncs batches of entries forever,
 // reporting each acknowledged batch on stdout, taking snapshots and compacting now and then, until
-// the parent kills it with SIGKILL. Usage: storage_crash_child DIR SEED [fill]
+// the parent kills it with SIGKILL. Usage: storage_crash_child DIR SEED [fill] [journal]
 //
-// With "fill" it never snapshots, so the disk fills up; the store must then panic.
+// With "fill" it never snapshots, so the disk fills up; the store must then panic. With "journal"
+// the store is JournalStorage (journal_storage.h), else RocksStorage.
 
 #include <cerrno>
 #include <cstdio>
@@ -14,12 +15,14 @@
 #include <unistd.h>
 
 #include "base/rng.h"
+#include "storage/journal_storage.h"
 #include "storage/rocks_storage.h"
 #include "tests/storage/crash_protocol.h"
 
 namespace {
 
 using raftlock::raft::Entry;
+using raftlock::storage::JournalStorage;
 using raftlock::storage::RocksStorage;
 namespace crash = raftlock::storage::crash;
 
@@ -35,7 +38,8 @@ void send_ack(const crash::Ack& ack) {
 }
 
 // Keeps the log short so that a thousand restarts stay fast, exercising snapshots and compaction.
-void maybe_snapshot(RocksStorage& store) {
+template <typename Store>
+void maybe_snapshot(Store& store) {
     if (store.last_index() - store.first_index() < kLogEntriesMax) {
         return;
     }
@@ -44,7 +48,8 @@ void maybe_snapshot(RocksStorage& store) {
     store.compact(at);
 }
 
-void run(RocksStorage& store, raftlock::Rng& rng, bool fill) {
+template <typename Store>
+void run(Store& store, raftlock::Rng& rng, bool fill) {
     // The first ack says the store is open: what it recovered is on disk already.
     send_ack(crash::Ack{store.last_index(), store.term(store.last_index()).value()});
     raftlock::raft::Term term = std::max<raftlock::raft::Term>(store.hard_state().term, 1);
@@ -69,21 +74,37 @@ void run(RocksStorage& store, raftlock::Rng& rng, bool fill) {
     }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    if (argc != 3 && argc != 4) {
-        std::fputs("usage: storage_crash_child DIR SEED [fill]\n", stderr);
-        return 2;
-    }
-    // Standard output is the ack pipe: RocksDB's messages (through spdlog) go to standard error.
-    spdlog::set_default_logger(spdlog::stderr_logger_mt("storage_crash_child"));
-    auto store = RocksStorage::open(argv[1]);
+template <typename Store>
+int open_and_run(const char* dir, uint64_t seed, bool fill) {
+    auto store = Store::open(dir);
     if (!store.ok()) {
         std::fprintf(stderr, "storage_crash_child: %s\n", store.error().message.c_str());
         return 1;
     }
-    raftlock::Rng rng(std::strtoull(argv[2], nullptr, 10));
-    run(**store, rng, argc == 4 && std::string(argv[3]) == "fill");
+    raftlock::Rng rng(seed);
+    run(**store, rng, fill);
     return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bool fill = false;
+    bool journal = false;
+    bool usage = argc < 3;
+    for (int i = 3; i < argc; i++) {
+        const std::string flag = argv[i];
+        fill = fill || flag == "fill";
+        journal = journal || flag == "journal";
+        usage = usage || (flag != "fill" && flag != "journal");
+    }
+    if (usage) {
+        std::fputs("usage: storage_crash_child DIR SEED [fill] [journal]\n", stderr);
+        return 2;
+    }
+    // Standard output is the ack pipe: RocksDB's messages (through spdlog) go to standard error.
+    spdlog::set_default_logger(spdlog::stderr_logger_mt("storage_crash_child"));
+    const uint64_t seed = std::strtoull(argv[2], nullptr, 10);
+    return journal ? open_and_run<JournalStorage>(argv[1], seed, fill)
+                   : open_and_run<RocksStorage>(argv[1], seed, fill);
 }

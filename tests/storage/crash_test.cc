@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/rng.h"
+#include "storage/journal_storage.h"
 #include "storage/rocks_storage.h"
 #include "tests/storage/crash_protocol.h"
 #include "tests/storage/test_util.h"
@@ -38,7 +39,7 @@ struct Child {
     int ack_fd = -1;  // read end of the child's stdout
 };
 
-Child spawn_child(const std::string& dir, uint64_t seed) {
+Child spawn_child(const std::string& dir, uint64_t seed, bool journal) {
     int fds[2];
     REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
     posix_spawn_file_actions_t actions;
@@ -46,7 +47,8 @@ Child spawn_child(const std::string& dir, uint64_t seed) {
     REQUIRE(posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO) == 0);
     const std::string seed_text = std::to_string(seed);
     char* argv[] = {const_cast<char*>(RAFTLOCK_CRASH_CHILD), const_cast<char*>(dir.c_str()),
-                    const_cast<char*>(seed_text.c_str()), nullptr};
+                    const_cast<char*>(seed_text.c_str()),
+                    journal ? const_cast<char*>("journal") : nullptr, nullptr};
     Child child;
     REQUIRE(::posix_spawn(&child.pid, RAFTLOCK_CRASH_CHILD, &actions, nullptr, argv, environ) == 0);
     posix_spawn_file_actions_destroy(&actions);
@@ -109,15 +111,17 @@ void run_and_kill(const Child& child, int run_ms, crash::Ack& latest) {
     REQUIRE(WTERMSIG(status) == SIGKILL);
 }
 
-void verify_store(const std::string& dir, const crash::Ack& latest) {
-    auto store = test::open_store(dir);
+template <typename Store>
+void verify_store(std::unique_ptr<Store> store, const crash::Ack& latest) {
     INFO("acknowledged up to " << latest.index << " in term " << latest.term);
     REQUIRE(store->last_index() >= latest.index);
     REQUIRE(store->hard_state().term >= latest.term);
     if (latest.index >= store->first_index()) {
         REQUIRE(store->term(latest.index).value() == latest.term);
     }
-    for (const raft::Entry& entry : test::all_entries(*store)) {
+    auto entries = store->entries(store->first_index(), store->last_index() + 1, UINT64_MAX);
+    REQUIRE(entries.ok());
+    for (const raft::Entry& entry : *entries) {
         REQUIRE(entry.data == crash::entry_data(entry.index, entry.term));
     }
     if (auto snap = store->snapshot(); snap.ok()) {
@@ -127,19 +131,29 @@ void verify_store(const std::string& dir, const crash::Ack& latest) {
 }
 
 TEST_CASE("acknowledged entries survive SIGKILL at random moments", "[storage][crash]") {
+    const bool journal = GENERATE(false, true);
+    INFO((journal ? "JournalStorage" : "RocksStorage"));
     test::TempDir dir;
     Rng rng(20261122);
     crash::Ack latest;
     const int n = iterations();
     for (int i = 0; i < n; i++) {
-        const Child child = spawn_child(dir.path(), rng.next());
+        const Child child = spawn_child(dir.path(), rng.next(), journal);
         // One kill in four lands during the child's open and recovery, the rest while it appends.
         if (rng.next() % 4 != 0) {
             wait_until_open(child, latest);
         }
         const int run_ms = static_cast<int>(rng.next() % 50);
         run_and_kill(child, run_ms, latest);
-        verify_store(dir.path(), latest);
+        if (journal) {
+            auto store = JournalStorage::open(dir.path());
+            if (!store.ok()) {
+                FAIL("open " << dir.path() << ": " << store.error().message);
+            }
+            verify_store(std::move(*store), latest);
+        } else {
+            verify_store(test::open_store(dir.path()), latest);
+        }
     }
     INFO("last acknowledged index " << latest.index);
     CHECK(latest.index > 0);

@@ -1,10 +1,13 @@
-// RocksStorage against the reference MemoryStorage: the same random operations, with reopens in
-// between, must leave both answering every read the same way.
+// Each store (RocksStorage, JournalStorage) against the reference MemoryStorage: the same random
+// operations, with reopens in between, must leave both answering every read the same way.
+
+#include <type_traits>
 
 #include <catch2/catch.hpp>
 
 #include "base/rng.h"
 #include "raft/memory_storage.h"
+#include "storage/journal_storage.h"
 #include "storage/rocks_storage.h"
 #include "tests/storage/test_util.h"
 
@@ -14,7 +17,31 @@ namespace {
 using raft::Index;
 using raft::Term;
 
-void check_same(const raft::MemoryStorage& model, const RocksStorage& store) {
+// Opens each store with options that send most reads to disk.
+struct RocksOpener {
+    static std::unique_ptr<RocksStorage> open(const std::string& dir) {
+        RocksStorageOptions options;
+        options.entry_cache_bytes_max = 300;  // most reads go to RocksDB
+        options.snapshot_chunk_bytes = 16;
+        return test::open_store(dir, options);
+    }
+};
+struct JournalOpener {
+    static std::unique_ptr<JournalStorage> open(const std::string& dir) {
+        JournalStorageOptions options;
+        options.entry_cache_bytes_max = 300;  // most reads go to the segments
+        options.snapshot_chunk_bytes = 16;
+        options.segment_bytes = 16 << 10;  // 16 KiB: segments fill, rotate and are released
+        auto store = JournalStorage::open(dir, options);
+        if (!store.ok()) {
+            FAIL("open " << dir << ": " << store.error().message);
+        }
+        return std::move(*store);
+    }
+};
+
+template <typename Store>
+void check_same(const raft::MemoryStorage& model, const Store& store) {
     REQUIRE(store.first_index() == model.first_index());
     REQUIRE(store.last_index() == model.last_index());
     CHECK(store.initial_state().hard_state == model.initial_state().hard_state);
@@ -61,17 +88,19 @@ std::vector<raft::Entry> random_append(Rng& rng, const raft::MemoryStorage& mode
     return entries;
 }
 
-TEST_CASE("random operations agree with MemoryStorage across reopens", "[storage][model]") {
+TEMPLATE_TEST_CASE("random operations agree with MemoryStorage across reopens",
+                   "[storage][model]",
+                   RocksOpener,
+                   JournalOpener) {
     const uint64_t seed = GENERATE(1, 2, 3, 4, 5);
     Rng rng(seed);
     test::TempDir dir;
-    RocksStorageOptions options;
-    options.entry_cache_bytes_max = 300;  // most reads go to RocksDB
-    options.snapshot_chunk_bytes = 16;
-    auto store = test::open_store(dir.path(), options);
+    auto store = TestType::open(dir.path());
     raft::MemoryStorage model;
     Term term = 1;
-    for (int step = 0; step < 200; step++) {
+    // The journal's run is longer: enough to fill and release segments (and it is fast).
+    const int steps = std::is_same_v<TestType, JournalOpener> ? 400 : 200;
+    for (int step = 0; step < steps; step++) {
         const uint64_t op = rng.next() % 10;
         if (op < 5) {
             const std::vector<raft::Entry> entries = random_append(rng, model, term);
@@ -103,9 +132,15 @@ TEST_CASE("random operations agree with MemoryStorage across reopens", "[storage
             }
         } else {
             store.reset();
-            store = test::open_store(dir.path(), options);
+            store = TestType::open(dir.path());
         }
         check_same(model, *store);
+    }
+    if constexpr (std::is_same_v<TestType, JournalOpener>) {
+        // The run filled segments and released those that held only dead entries.
+        CHECK(store->segments().front() > 1);
+        INFO("segments " << store->segments().front() << ".." << store->segments().back());
+        CHECK(store->segments().back() > 5);
     }
 }
 
