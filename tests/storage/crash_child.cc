@@ -3,7 +3,8 @@
 // the parent kills it with SIGKILL. Usage: storage_crash_child DIR SEED [fill] [journal]
 //
 // With "fill" it never snapshots, so the disk fills up; the store must then panic. With "journal"
-// the store is JournalStorage (journal_storage.h), else RocksStorage.
+// the store is JournalStorage (journal_storage.h) with 1 MiB segments (so a small disk holds
+// several), else RocksStorage.
 
 #include <cerrno>
 #include <cstdio>
@@ -74,9 +75,9 @@ void run(Store& store, raftlock::Rng& rng, bool fill) {
     }
 }
 
-template <typename Store>
-int open_and_run(const char* dir, uint64_t seed, bool fill) {
-    auto store = Store::open(dir);
+template <typename Store, typename Options>
+int open_and_run(const char* dir, const Options& options, uint64_t seed, bool fill) {
+    auto store = Store::open(dir, options);
     if (!store.ok()) {
         std::fprintf(stderr, "storage_crash_child: %s\n", store.error().message.c_str());
         return 1;
@@ -105,6 +106,11 @@ int main(int argc, char** argv) {
     // Standard output is the ack pipe: RocksDB's messages (through spdlog) go to standard error.
     spdlog::set_default_logger(spdlog::stderr_logger_mt("storage_crash_child"));
     const uint64_t seed = std::strtoull(argv[2], nullptr, 10);
-    return journal ? open_and_run<JournalStorage>(argv[1], seed, fill)
-                   : open_and_run<RocksStorage>(argv[1], seed, fill);
+    if (journal) {
+        raftlock::storage::JournalStorageOptions options;
+        options.segment_bytes = 1 << 20;
+        return open_and_run<JournalStorage>(argv[1], options, seed, fill);
+    }
+    return open_and_run<RocksStorage>(argv[1], raftlock::storage::RocksStorageOptions{}, seed,
+                                      fill);
 }

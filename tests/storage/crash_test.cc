@@ -146,7 +146,9 @@ TEST_CASE("acknowledged entries survive SIGKILL at random moments", "[storage][c
         const int run_ms = static_cast<int>(rng.next() % 50);
         run_and_kill(child, run_ms, latest);
         if (journal) {
-            auto store = JournalStorage::open(dir.path());
+            JournalStorageOptions options;
+            options.segment_bytes = 1 << 20;  // as the child's
+            auto store = JournalStorage::open(dir.path(), options);
             if (!store.ok()) {
                 FAIL("open " << dir.path() << ": " << store.error().message);
             }
