@@ -3,14 +3,13 @@
 
 #include <fmt/format.h>
 
-#include "base/assert.h"
-#include "storage/fatal.h"
 #include "storage/file_util.h"
 #include "storage/journal_records.h"
 #include "storage/journal_storage.h"
 #include "storage/snapshot_file.h"
 
 namespace raftlock::storage {
+
 Result<std::unique_ptr<JournalStorage>, StorageError> JournalStorage::open(
     const std::string& dir, const JournalStorageOptions& options) {
     std::unique_ptr<JournalStorage> store(new JournalStorage(dir, options));
