@@ -144,18 +144,18 @@ JournalLocation Journal::append(std::string_view body, bool sync_now) {
         segment = segments_.at(current_);
     }
     RL_ASSERT(write_offset_ + kBatchHeaderBytes + body.size() <= segment.size);
-    const std::string header = encode_batch_header(segment.salt, next_batch_seq_, body);
-    iovec parts[2] = {{const_cast<char*>(header.data()), header.size()},
-                      {const_cast<char*>(body.data()), body.size()}};
-    const std::string path = dir_ + "/" + segment_name(current_);
-    const size_t total = header.size() + body.size();
+    char header[kBatchHeaderBytes];
+    encode_batch_header(segment.salt, next_batch_seq_, body, header);
+    iovec parts[2] = {{header, sizeof(header)}, {const_cast<char*>(body.data()), body.size()}};
+    const size_t total = sizeof(header) + body.size();
     const ssize_t n = ::pwritev(segment.fd, parts, 2, static_cast<off_t>(write_offset_));
     if (n != static_cast<ssize_t>(total)) {
+        const std::string path = dir_ + "/" + segment_name(current_);
         if (n < 0) {
             fatal_errno(fmt::format("write {} at offset {}", path, write_offset_), errno);
         }
         // A short write (rare; a signal or a full device): the rest, byte-exact after it.
-        std::string whole = header;
+        std::string whole(header, sizeof(header));
         whole.append(body);
         write_all(segment.fd, whole.data() + n, total - static_cast<size_t>(n),
                   write_offset_ + static_cast<uint64_t>(n), path);
@@ -180,7 +180,9 @@ void Journal::sync() {
         std::lock_guard lock(mutex_);
         fd = segments_.at(current_).fd;
     }
-    datasync(fd, dir_ + "/" + segment_name(current_));
+    if (::fdatasync(fd) != 0) {
+        fatal_errno(fmt::format("fdatasync {}/{}", dir_, segment_name(current_)), errno);
+    }
     unsynced_ = false;
 }
 

@@ -53,15 +53,16 @@ Decoded<SegmentHeader> decode_segment_header(std::string_view bytes) {
     return SegmentHeader{get_u64(bytes.data() + 16), get_u64(bytes.data() + 24)};
 }
 
-std::string encode_batch_header(uint64_t salt, uint64_t batch_seq, std::string_view body) {
-    std::string out;
-    put_u32(out, kBatchMagic);
-    put_u32(out, static_cast<uint32_t>(body.size()));
-    put_u64(out, batch_seq);
-    const uint32_t crc = batch_crc(salt, out, body);
-    put_u32(out, crc);
-    put_u32(out, 0);
-    return out;
+void encode_batch_header(uint64_t salt, uint64_t batch_seq, std::string_view body, char* out) {
+    std::string header;
+    header.reserve(kBatchHeaderBytes);
+    put_u32(header, kBatchMagic);
+    put_u32(header, static_cast<uint32_t>(body.size()));
+    put_u64(header, batch_seq);
+    const uint32_t crc = batch_crc(salt, header, body);
+    put_u32(header, crc);
+    put_u32(header, 0);
+    std::memcpy(out, header.data(), kBatchHeaderBytes);
 }
 
 std::optional<BatchHeader> check_batch(uint64_t salt, std::string_view rest) {

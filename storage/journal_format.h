@@ -24,8 +24,9 @@ std::string encode_segment_header(uint64_t seq, uint64_t salt);
 // The error says which check failed; the caller adds the file.
 Decoded<SegmentHeader> decode_segment_header(std::string_view bytes);
 
-// kBatchHeaderBytes bytes, its crc covering the salt, itself and `body`.
-std::string encode_batch_header(uint64_t salt, uint64_t batch_seq, std::string_view body);
+// Writes the kBatchHeaderBytes bytes of a batch header to `out`, its crc covering the salt,
+// itself and `body`. (An array, not a string: one is made for every append.)
+void encode_batch_header(uint64_t salt, uint64_t batch_seq, std::string_view body, char* out);
 
 struct BatchHeader {
     uint64_t length = 0;
