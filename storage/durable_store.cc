@@ -7,19 +7,6 @@
 #include "storage/rocks_storage.h"
 
 namespace raftlock::storage {
-std::optional<StoreEngine> parse_store_engine(std::string_view name) {
-    if (name == "journal") {
-        return StoreEngine::kJournal;
-    }
-    if (name == "rocksdb") {
-        return StoreEngine::kRocksDb;
-    }
-    return std::nullopt;
-}
-
-const char* to_string(StoreEngine engine) {
-    return engine == StoreEngine::kJournal ? "journal" : "rocksdb";
-}
 
 Result<std::optional<StoreEngine>, StorageError> detect_store_engine(const std::string& dir) {
     const bool journal = is_directory(dir + "/journal");

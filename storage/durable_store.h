@@ -8,7 +8,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "base/result.h"
 #include "storage/error.h"
@@ -17,9 +16,6 @@
 namespace raftlock::storage {
 
 enum class StoreEngine : uint8_t { kJournal, kRocksDb };
-
-std::optional<StoreEngine> parse_store_engine(std::string_view name);  // "journal", "rocksdb"
-const char* to_string(StoreEngine engine);
 
 struct DurableStoreOptions {
     StoreEngine new_store_engine = StoreEngine::kJournal;  // only for a directory without a store
