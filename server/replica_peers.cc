@@ -183,15 +183,11 @@ void Replica::handle_forward_reply(const proto::ForwardReply& reply) {
             return;
 #endif
         case proto::FORWARD_NOT_LEADER:
-            // Our idea of the leader is stale; the next leader change resubmits the write. This
-            // copy is settled: not proposed.
-            forward_tags_.erase(tag);
-            pending->second.forward_tag = 0;
-            return;
         case proto::FORWARD_DROPPED:
-            if (pending->second.maybe_proposed) {
-                // This copy was refused, an earlier one may commit (route_write): the write
-                // waits for its fate.
+            // This copy was not proposed. Our idea of the leader is stale (the next leader change
+            // resubmits the write), or the leader refused it while an earlier copy may commit
+            // (route_write): either way the write waits for its fate.
+            if (reply.status() == proto::FORWARD_NOT_LEADER || pending->second.maybe_proposed) {
                 forward_tags_.erase(tag);
                 pending->second.forward_tag = 0;
                 return;

@@ -164,12 +164,24 @@ Decoded<raft::Index> decode_log_key(std::string_view key) {
 }
 
 std::string encode_entry(const raft::Entry& entry) {
-    std::string out = begin_value(17 + entry.data.size());
+    std::string out;
+    append_entry(out, entry);
+    return out;
+}
+
+size_t append_entry(std::string& out, const raft::Entry& entry) {
+    const size_t start = out.size();
+    put_u32(out, 0);
+    out.push_back(static_cast<char>(kFormatVersion));
     put_u64(out, entry.term);
     put_u64(out, entry.index);
     out.push_back(static_cast<char>(entry.type));
     out.append(entry.data);
-    return seal_value(std::move(out));
+    const uint32_t crc = crc32c(std::string_view(out).substr(start + kCrcBytes));
+    for (size_t i = 0; i < kCrcBytes; i++) {
+        out[start + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+    }
+    return out.size() - start;
 }
 
 Decoded<raft::Entry> decode_entry(std::string_view value) {

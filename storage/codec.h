@@ -53,6 +53,8 @@ std::string encode_log_key(raft::Index index);
 Decoded<raft::Index> decode_log_key(std::string_view key);
 
 std::string encode_entry(const raft::Entry& entry);
+// The same appended to `out` (no value of its own: a journal batch holds many); returns its size.
+size_t append_entry(std::string& out, const raft::Entry& entry);
 Decoded<raft::Entry> decode_entry(std::string_view value);
 
 // One stored log record as recovery reads it (RocksStorage and FaultInjectingStorage open()):

@@ -115,6 +115,46 @@ Result<std::string, StorageError> read_whole_file(const std::string& path) {
     return out;
 }
 
+void pwrite_all(int fd, std::string_view bytes, uint64_t offset, const std::string& path) {
+    // Bounded by the bytes left: every pass writes at least one or panics.
+    for (size_t done = 0; done < bytes.size();) {
+        const ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done,
+                                   static_cast<off_t>(offset + done));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            fatal_errno(fmt::format("write {} at offset {}", path, offset + done),
+                        n < 0 ? errno : EIO);
+        }
+        done += static_cast<size_t>(n);
+    }
+}
+
+void datasync_or_die(int fd, const std::string& path) {
+    if (::fdatasync(fd) != 0) {
+        fatal_errno(fmt::format("fdatasync {}", path), errno);
+    }
+}
+
+std::optional<StorageError> pread_exactly(
+    int fd, char* out, size_t size, uint64_t offset, const std::string& path) {
+    // Bounded by the bytes left: every pass reads at least one or returns.
+    for (size_t done = 0; done < size;) {
+        const ssize_t n = ::pread(fd, out + done, size - done, static_cast<off_t>(offset + done));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return StorageError{StorageErrorCode::kIo,
+                                fmt::format("read {} at offset {}: {}", path, offset + done,
+                                            n < 0 ? std::strerror(errno) : "end of file")};
+        }
+        done += static_cast<size_t>(n);
+    }
+    return std::nullopt;
+}
+
 Result<std::vector<std::string>, StorageError> list_directory(const std::string& dir) {
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) {

@@ -4,6 +4,7 @@
 // on failure (fatal.h); reads return a Status-like error because they happen while opening, where
 // the caller reports them.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,16 @@ void remove_file_durably(const std::string& dir, const std::string& name);
 void fsync_directory(const std::string& dir);
 
 Result<std::string, StorageError> read_whole_file(const std::string& path);
+
+// Writes all of `bytes` at `offset`, retrying interrupted and short writes. Panics on failure,
+// naming `path`.
+void pwrite_all(int fd, std::string_view bytes, uint64_t offset, const std::string& path);
+// fdatasync, panicking on failure with `path` in the message.
+void datasync_or_die(int fd, const std::string& path);
+// Reads exactly `size` bytes at `offset` into `out`; an error (kIo, naming `path`) when the
+// system refuses or the file ends first.
+std::optional<StorageError> pread_exactly(
+    int fd, char* out, size_t size, uint64_t offset, const std::string& path);
 
 // File names in a directory (no "." or ".."), sorted.
 Result<std::vector<std::string>, StorageError> list_directory(const std::string& dir);

@@ -20,31 +20,6 @@
 #include "storage/journal_format.h"
 
 namespace raftlock::storage {
-namespace {
-
-void write_all(int fd, const char* data, size_t size, uint64_t offset, const std::string& path) {
-    while (size > 0) {
-        const ssize_t n = ::pwrite(fd, data, size, static_cast<off_t>(offset));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            fatal_errno(fmt::format("write {} at offset {}", path, offset), n < 0 ? errno : EIO);
-        }
-        data += n;
-        size -= static_cast<size_t>(n);
-        offset += static_cast<uint64_t>(n);
-    }
-}
-
-void datasync(int fd, const std::string& path) {
-    if (::fdatasync(fd) != 0) {
-        fatal_errno(fmt::format("fdatasync {}", path), errno);
-    }
-}
-
-}  // namespace
-
 Journal::Journal(std::string dir, const JournalOptions& options)
     : dir_(std::move(dir)), options_(options) {
     RL_ASSERT(options_.segment_bytes > kSegmentHeaderBytes + kBatchHeaderBytes);
@@ -114,13 +89,15 @@ Journal::Segment Journal::create_segment(uint64_t seq, uint64_t size) const {
     }
     const std::string zeros(1 << 20, '\0');
     for (uint64_t at = 0; at < size; at += zeros.size()) {
-        write_all(fd, zeros.data(), std::min<uint64_t>(zeros.size(), size - at), at, tmp);
+        pwrite_all(fd,
+                   std::string_view(zeros).substr(0, std::min<uint64_t>(zeros.size(), size - at)),
+                   at, tmp);
     }
     std::random_device random;
     const uint64_t salt = (uint64_t{random()} << 32) | random();
     const std::string header = encode_segment_header(seq, salt);
-    write_all(fd, header.data(), header.size(), 0, tmp);
-    datasync(fd, tmp);
+    pwrite_all(fd, header, 0, tmp);
+    datasync_or_die(fd, tmp);
     const std::string path = dir_ + "/" + name;
     if (::rename(tmp.c_str(), path.c_str()) != 0) {
         fatal_errno(fmt::format("rename {} to {}", tmp, path), errno);
@@ -157,8 +134,8 @@ JournalLocation Journal::append(std::string_view body, bool sync_now) {
         // A short write (rare; a signal or a full device): the rest, byte-exact after it.
         std::string whole(header, sizeof(header));
         whole.append(body);
-        write_all(segment.fd, whole.data() + n, total - static_cast<size_t>(n),
-                  write_offset_ + static_cast<uint64_t>(n), path);
+        pwrite_all(segment.fd, std::string_view(whole).substr(static_cast<size_t>(n)),
+                   write_offset_ + static_cast<uint64_t>(n), path);
     }
     const JournalLocation location{current_, write_offset_ + kBatchHeaderBytes, body.size(),
                                    next_batch_seq_};
@@ -180,7 +157,7 @@ void Journal::sync() {
         std::lock_guard lock(mutex_);
         fd = segments_.at(current_).fd;
     }
-    if (::fdatasync(fd) != 0) {
+    if (::fdatasync(fd) != 0) {  // (the path is formatted only for the message)
         fatal_errno(fmt::format("fdatasync {}/{}", dir_, segment_name(current_)), errno);
     }
     unsynced_ = false;
@@ -262,20 +239,9 @@ Result<std::string, StorageError> Journal::read_at(uint64_t segment,
     // The fd stays open meanwhile: only release_before() closes one, on the writer's thread,
     // and the store never releases a segment it still reads.
     std::string out(length, '\0');
-    uint64_t done = 0;
-    while (done < length) {
-        const ssize_t n =
-            ::pread(fd, out.data() + done, length - done, static_cast<off_t>(offset + done));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return StorageError{
-                StorageErrorCode::kIo,
-                fmt::format("read journal segment {} at offset {}: {}", segment_name(segment),
-                            offset + done, n < 0 ? std::strerror(errno) : "end of file")};
-        }
-        done += static_cast<uint64_t>(n);
+    if (auto error =
+            pread_exactly(fd, out.data(), length, offset, dir_ + "/" + segment_name(segment))) {
+        return *error;
     }
     return out;
 }

@@ -35,20 +35,6 @@ StorageError io_error(const std::string& what, int errno_value) {
                         fmt::format("{}: {}", what, std::strerror(errno_value))};
 }
 
-std::optional<StorageError> read_exactly(const SegmentFile& file, char* out, size_t size) {
-    for (size_t done = 0; done < size;) {
-        const ssize_t n = ::pread(file.fd, out + done, size - done, static_cast<off_t>(done));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return io_error("read " + file.path, n < 0 ? errno : EIO);
-        }
-        done += static_cast<size_t>(n);
-    }
-    return std::nullopt;
-}
-
 // Opens the file and checks its header.
 std::optional<StorageError> open_segment(SegmentFile& file, bool read_only) {
     file.fd = ::open(file.path.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
@@ -61,7 +47,7 @@ std::optional<StorageError> open_segment(SegmentFile& file, bool read_only) {
     }
     file.size = static_cast<uint64_t>(st.st_size);
     std::string header(std::min<uint64_t>(file.size, kSegmentHeaderBytes), '\0');
-    if (auto error = read_exactly(file, header.data(), header.size())) {
+    if (auto error = pread_exactly(file.fd, header.data(), header.size(), 0, file.path)) {
         return error;
     }
     auto decoded = decode_segment_header(header);
@@ -76,7 +62,7 @@ std::optional<StorageError> open_segment(SegmentFile& file, bool read_only) {
 
 std::optional<StorageError> read_whole(SegmentFile& file) {
     file.bytes.resize(file.size);
-    return read_exactly(file, file.bytes.data(), file.bytes.size());
+    return pread_exactly(file.fd, file.bytes.data(), file.bytes.size(), 0, file.path);
 }
 
 // The first non-zero byte at or after `from`, or npos.
@@ -144,21 +130,8 @@ void zero_torn_tail(const SegmentFile& file, size_t from, bool read_only) {
     if (read_only) {
         return;
     }
-    const std::string zeros(end - from, '\0');
-    for (size_t done = 0; done < zeros.size();) {
-        const ssize_t n = ::pwrite(file.fd, zeros.data() + done, zeros.size() - done,
-                                   static_cast<off_t>(from + done));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            fatal_errno(fmt::format("zero the torn tail of {}", file.path), n < 0 ? errno : EIO);
-        }
-        done += static_cast<size_t>(n);
-    }
-    if (::fdatasync(file.fd) != 0) {
-        fatal_errno(fmt::format("fdatasync {}", file.path), errno);
-    }
+    pwrite_all(file.fd, std::string(end - from, '\0'), from, file.path);
+    datasync_or_die(file.fd, file.path);
 }
 
 }  // namespace

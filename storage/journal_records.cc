@@ -2,110 +2,62 @@
 
 #include <fmt/format.h>
 
+#include "base/byte_io.h"
+
 namespace raftlock::storage {
-namespace {
-
-// Bounds-checked reads of a checkpoint payload.
-class Reader {
-public:
-    explicit Reader(std::string_view bytes) : bytes_(bytes) {}
-    bool u32(uint32_t& out) {
-        if (bytes_.size() < 4) {
-            return false;
-        }
-        out = get_u32(bytes_.data());
-        bytes_.remove_prefix(4);
-        return true;
-    }
-    bool u64(uint64_t& out) {
-        if (bytes_.size() < 8) {
-            return false;
-        }
-        out = get_u64(bytes_.data());
-        bytes_.remove_prefix(8);
-        return true;
-    }
-    bool bytes(size_t n, std::string_view& out) {
-        if (bytes_.size() < n) {
-            return false;
-        }
-        out = bytes_.substr(0, n);
-        bytes_.remove_prefix(n);
-        return true;
-    }
-    bool done() const { return bytes_.empty(); }
-
-private:
-    std::string_view bytes_;
-};
-
-}  // namespace
-
 std::string encode_checkpoint(const Checkpoint& checkpoint) {
     std::string out;
-    put_u64(out, checkpoint.start.index);
-    put_u64(out, checkpoint.start.term);
-    put_u64(out, checkpoint.last);
-    put_u32(out, static_cast<uint32_t>(checkpoint.runs.size()));
+    Writer w(&out);
+    w.fixed64(checkpoint.start.index);
+    w.fixed64(checkpoint.start.term);
+    w.fixed64(checkpoint.last);
+    w.varint(checkpoint.runs.size());
     for (const auto& [first, term] : checkpoint.runs) {
-        put_u64(out, first);
-        put_u64(out, term);
+        w.fixed64(first);
+        w.fixed64(term);
     }
-    const std::string hs =
-        checkpoint.hard_state ? encode_hard_state(*checkpoint.hard_state) : std::string();
-    put_u32(out, static_cast<uint32_t>(hs.size()));
-    out += hs;
-    const std::string snap =
-        checkpoint.snapshot ? encode_snapshot_record(*checkpoint.snapshot) : std::string();
-    put_u32(out, static_cast<uint32_t>(snap.size()));
-    out += snap;
+    w.bytes(checkpoint.hard_state ? encode_hard_state(*checkpoint.hard_state) : std::string());
+    w.bytes(checkpoint.snapshot ? encode_snapshot_record(*checkpoint.snapshot) : std::string());
     return out;
 }
 
 Decoded<Checkpoint> decode_checkpoint(std::string_view payload) {
     Reader r(payload);
     Checkpoint c;
-    uint32_t runs = 0;
-    if (!r.u64(c.start.index) || !r.u64(c.start.term) || !r.u64(c.last) || !r.u32(runs) ||
-        runs == 0 || runs > payload.size() / 16) {
-        return corruption("checkpoint record cut short or malformed");
-    }
-    for (uint32_t i = 0; i < runs; i++) {
-        uint64_t first = 0;
-        uint64_t term = 0;
-        if (!r.u64(first) || !r.u64(term)) {
-            return corruption("checkpoint record cut short in its term runs");
-        }
+    c.start.index = r.fixed64();
+    c.start.term = r.fixed64();
+    c.last = r.fixed64();
+    const uint64_t runs = r.varint_in(1, r.remaining() / 16);
+    for (uint64_t i = 0; i < runs && r.ok(); i++) {
+        const uint64_t first = r.fixed64();
+        const uint64_t term = r.fixed64();
         const bool ordered = c.runs.empty() ? first == c.start.index && term == c.start.term
                                             : first > c.runs.back().first &&
                                                   term > c.runs.back().second && first <= c.last;
-        if (!ordered) {
+        if (r.ok() && !ordered) {
             return corruption(fmt::format("checkpoint term run {} ({} from index {}) out of order",
                                           i, term, first));
         }
         c.runs.emplace_back(first, term);
     }
+    const std::string hard_state = r.bytes(payload.size());
+    const std::string snapshot = r.bytes(payload.size());
+    if (!r.ok() || !r.at_end()) {
+        return corruption("checkpoint record cut short, malformed or too long");
+    }
     if (c.last < c.start.index) {
         return corruption(
             fmt::format("checkpoint last index {} below its start {}", c.last, c.start.index));
     }
-    uint32_t length = 0;
-    std::string_view bytes;
-    if (!r.u32(length) || !r.bytes(length, bytes)) {
-        return corruption("checkpoint record cut short in its hard state");
-    }
-    if (length > 0) {
-        auto hs = decode_hard_state(bytes);
+    if (!hard_state.empty()) {
+        auto hs = decode_hard_state(hard_state);
         if (!hs.ok()) {
             return hs.error();
         }
         c.hard_state = *hs;
     }
-    if (!r.u32(length) || !r.bytes(length, bytes) || !r.done()) {
-        return corruption("checkpoint record cut short in its snapshot record, or too long");
-    }
-    if (length > 0) {
-        auto snap = decode_snapshot_record(bytes);
+    if (!snapshot.empty()) {
+        auto snap = decode_snapshot_record(snapshot);
         if (!snap.ok()) {
             return snap.error();
         }
@@ -120,6 +72,18 @@ size_t BodyWriter::add(JournalRecord type, std::string_view payload) {
     const size_t offset = body_.size();
     body_.append(payload);
     return offset;
+}
+
+std::pair<size_t, size_t> BodyWriter::add_entry(const raft::Entry& entry) {
+    body_.push_back(static_cast<char>(JournalRecord::kEntry));
+    const size_t length_at = body_.size();
+    put_u32(body_, 0);
+    const size_t offset = body_.size();
+    const size_t length = append_entry(body_, entry);
+    for (size_t i = 0; i < 4; i++) {  // the length, little-endian, now that it is known
+        body_[length_at + i] = static_cast<char>((length >> (8 * i)) & 0xff);
+    }
+    return {offset, length};
 }
 
 Decoded<std::vector<RecordView>> split_body(std::string_view body) {

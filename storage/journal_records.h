@@ -5,8 +5,9 @@
 //
 //   body        u8 version | record...
 //   record      u8 type | u32 length | payload
-//   checkpoint  u64 start index | u64 start term | u64 last index | u32 n | n x (u64 first index,
-//               u64 term) | u32 length | hard state | u32 length | snapshot record (0: none)
+//   checkpoint  u64 start index | u64 start term | u64 last index | varint n | n x (u64 first
+//               index, u64 term) | varint length | hard state | varint length | snapshot record
+//               (length 0: none); base/byte_io.h's forms
 //   hard state, snapshot, log reset, compact, entry: the codec.h forms (each with its own crc
 //               and version): hard state, snapshot record, log start, log start, entry
 //
@@ -55,6 +56,8 @@ public:
     BodyWriter() { body_.push_back(static_cast<char>(kJournalBodyVersion)); }
     // Returns the payload's offset in the body.
     size_t add(JournalRecord type, std::string_view payload);
+    // An entry record, encoded in place (codec.h's entry); returns its payload's offset and size.
+    std::pair<size_t, size_t> add_entry(const raft::Entry& entry);
     std::string& body() { return body_; }
 
 private:

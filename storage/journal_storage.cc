@@ -14,8 +14,7 @@ JournalStorage::JournalStorage(std::string dir, const JournalStorageOptions& opt
     : StoreCore(std::move(dir),
                 options.read_only,
                 options.entry_cache_bytes_max,
-                options.snapshot_chunk_bytes),
-      options_(options) {}
+                options.snapshot_chunk_bytes) {}
 
 // Unsynced batches may be lost, as after a crash: the store promised durability only for synced
 // ones.

@@ -92,7 +92,6 @@ private:
                     uint64_t& total_bytes,
                     std::vector<raft::Entry>& out) const override;
 
-    JournalStorageOptions options_;
     std::unique_ptr<Journal> journal_;
     // locations_[i] is entry log_start_.index + 1 + i.
     std::deque<EntryLocation> locations_;

@@ -32,10 +32,11 @@ void JournalStorage::write_change(const Change& change, bool sync) {
     for (const raft::Entry& e : change.entries) {
         change_bytes_max += kRecordHeaderBytes + 22 + e.data.size();
     }
-    const bool opens_segment = journal_->at_segment_start() ||
-                               journal_->current_segment() != checkpointed_segment_ ||
-                               change_bytes_max > journal_->room();
+    // (Every segment this store writes starts with its first batch here, so "nothing written in
+    // the current segment yet" is "no checkpoint in it yet".)
+    const bool opens_segment = journal_->at_segment_start() || change_bytes_max > journal_->room();
     BodyWriter writer;
+    writer.body().reserve(change_bytes_max);
     if (opens_segment) {
         writer.add(JournalRecord::kCheckpoint, encode_checkpoint());
     }
@@ -52,8 +53,7 @@ void JournalStorage::write_change(const Change& change, bool sync) {
     std::vector<std::pair<size_t, size_t>> entry_records;  // payload offset and length
     entry_records.reserve(change.entries.size() - skip);
     for (size_t i = skip; i < change.entries.size(); i++) {
-        const std::string record = encode_entry(change.entries[i]);
-        entry_records.emplace_back(writer.add(JournalRecord::kEntry, record), record.size());
+        entry_records.push_back(writer.add_entry(change.entries[i]));
     }
     if (change.hard_state) {
         writer.add(JournalRecord::kHardState, encode_hard_state(*change.hard_state));
