@@ -21,9 +21,15 @@
 # systems' logs are removed with their data.
 #
 # Environment (defaults in brackets):
-#   BENCH_SYSTEMS          [raftlock raftlock-zk etcd zookeeper redis redis-nofsync]
+#   BENCH_SYSTEMS          [raftlock raftlock-zk raftlock-redis etcd zookeeper redis
+#                          redis-nofsync]
 #                          raftlock-zk: raftlock again, measured through its ZooKeeper port by
 #                          the same ZooKeeper driver (the zookeeper_mt C client) as ZooKeeper
+#                          raftlock-redis: raftlock again, through its Redis port by the same
+#                          Redis driver as Redis (one blocking socket per client, no thread of
+#                          its own): the servers without the client library's cost; only
+#                          lock.uncontended (SET NX PX, compare-and-delete script), kv.write and
+#                          kv.read
 #   BENCH_DURATION         measured seconds per run [10]
 #   BENCH_WARMUP           warm-up seconds per run [2]
 #   BENCH_LOCK_CLIENTS     clients for lock.uncontended [1 16]
@@ -56,7 +62,7 @@ cd "$(dirname "$0")/.."
 build_dir=${RAFTLOCK_BUILD_DIR:-build-release}
 export RAFTLOCK_BUILD_DIR=$build_dir
 # shellcheck disable=SC2206  # a space-separated list, split on purpose
-systems=(${BENCH_SYSTEMS:-raftlock raftlock-zk etcd zookeeper redis redis-nofsync})
+systems=(${BENCH_SYSTEMS:-raftlock raftlock-zk raftlock-redis etcd zookeeper redis redis-nofsync})
 duration=${BENCH_DURATION:-10}
 warmup=${BENCH_WARMUP:-2}
 out=${BENCH_OUT:-/tmp/raftlock-bench-results/$(date +%Y%m%d-%H%M%S)}
@@ -111,7 +117,7 @@ trap 'exit 130' INT TERM
 
 run_system() {
     # peer: what bench/peers.sh starts; driver: raftlock-bench's --system.
-    local system=$1 peer=$1 driver=$1 label=() endpoints s list flag
+    local system=$1 peer=$1 driver=$1 label=() endpoints s list flag only=""
     case "$system" in
         redis-nofsync)
             driver=redis
@@ -121,6 +127,14 @@ run_system() {
             peer=raftlock
             driver=zookeeper
             label=(--label raftlock-zk)
+            ;;
+        raftlock-redis)
+            # Its port has no keyspace notifications (watch.latency), its failover is raftlock's
+            # own (measured as raftlock), and redis.benchmark already reaches the leader's port.
+            peer=raftlock
+            driver=redis
+            label=(--label raftlock-redis)
+            only=" lock.uncontended kv.write kv.read "
             ;;
     esac
     bench/peers.sh stop "$peer" >/dev/null 2>&1 || true
@@ -133,6 +147,7 @@ run_system() {
     fi
     endpoints=$(bench/peers.sh endpoints "$system")
     for s in "${scenarios[@]}"; do
+        [ -z "$only" ] || [[ "$only" == *" $s "* ]] || continue
         case "$s" in
             lock.failover | session.keepalive) continue ;;
             redis.benchmark)
@@ -149,7 +164,7 @@ run_system() {
         case "$s" in lock.uncontended | kv.write) run_open_loop "$system" "$driver" "$endpoints" \
             "$s" "${list##*,}" "${label[@]}" ;; esac
     done
-    run_failover_section "$peer" "$driver" "$endpoints" "${label[@]}"
+    [ -n "$only" ] || run_failover_section "$peer" "$driver" "$endpoints" "${label[@]}"
     bench/peers.sh stop "$peer"
     running=""
 }

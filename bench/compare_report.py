@@ -149,6 +149,8 @@ def table(runs):
         base = next((r for r in rs if r["system"] == "raftlock"), None)
         # raftlock's ZooKeeper port and ZooKeeper, measured by the same driver: the servers alone.
         zookeeper = next((r for r in rs if r["system"] == "zookeeper"), None)
+        # raftlock's Redis port and a durable Redis, measured by the same driver.
+        redis = next((r for r in rs if r["system"] == "redis"), None)
         for r in rs:
             lat = r["latency_us"]
             ratio_ops = ratio_p50 = ""
@@ -170,6 +172,9 @@ def table(runs):
                 notes.append(f"rate {r['rate_per_s']:.0f}/s, latency from intended start")
             if r["system"] == "raftlock-zk" and zookeeper is not None and zookeeper["ops_per_s"] > 0:
                 notes.append(f"{r['ops_per_s'] / zookeeper['ops_per_s']:.2f}x ZooKeeper's ops/s "
+                             "(same driver)")
+            if r["system"] == "raftlock-redis" and redis is not None and redis["ops_per_s"] > 0:
+                notes.append(f"{r['ops_per_s'] / redis['ops_per_s']:.2f}x durable Redis's ops/s "
                              "(same driver)")
             if r.get("note"):
                 notes.append(r["note"][:60].replace("|", "/"))
