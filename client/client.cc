@@ -72,7 +72,7 @@ Client::Impl::~Impl() {
 }
 
 std::optional<Error> Client::Impl::check_thread() const {
-    if (core_.on_network_thread()) {
+    if (core_.in_core()) {
         return Error{ErrorCode::kWrongThread,
                      "a blocking client call from a watch or session callback would deadlock: "
                      "hand the work to another thread"};
@@ -85,9 +85,12 @@ ClientResult<proto::Response> Client::Impl::call(proto::Request request, CallSpe
         return *error;
     }
     const auto timeout = spec.timeout.value_or(options_.request_timeout);
+    // Shared: the network thread may answer after the wait below gave up.
     auto promise = std::make_shared<std::promise<ClientResult<proto::Response>>>();
     auto future = promise->get_future();
-    core_.post([this, request = std::move(request), spec = std::move(spec), promise]() mutable {
+    // The request leaves from this thread (decision 0022); the answer comes on the network
+    // thread.
+    core_.run_here([&] {
         start_call(std::move(request), std::move(spec),
                    [promise](ClientResult<proto::Response> answer) {
                        promise->set_value(std::move(answer));
@@ -130,13 +133,8 @@ void Client::Impl::start_call(proto::Request request, CallSpec spec, Completion 
     }
 }
 
-void Client::Impl::run_on_network(const std::function<void()>& task) {
-    std::promise<void> finished;
-    core_.post([&] {
-        task();
-        finished.set_value();
-    });
-    finished.get_future().wait();
+void Client::Impl::run_in_core(const std::function<void()>& task) {
+    core_.run_here(task);
 }
 
 void Client::Impl::on_connected() {
@@ -179,7 +177,7 @@ ClientResult<SessionId> Client::open_session(std::chrono::milliseconds timeout) 
                                  timeout.count(), margin.count())};
     }
     std::promise<ClientResult<proto::Response>> answered;
-    impl_->core().post([&] {
+    impl_->core().run_here([&] {
         if (auto error = impl_->keeper().begin_open()) {
             answered.set_value(*error);
             return;
@@ -223,7 +221,7 @@ ClientResult<Done> Client::attach_session(SessionId id) {
         return Error{ErrorCode::kProtocolError, "the node's attach answer has no first seq"};
     }
     std::optional<Error> error;
-    impl_->run_on_network([&] { error = impl_->keeper().attach(id, first_seq); });
+    impl_->run_in_core([&] { error = impl_->keeper().attach(id, first_seq); });
     if (error) {
         return *error;
     }
@@ -235,7 +233,7 @@ ClientResult<Done> Client::keep_alive() {
         return *error;
     }
     std::promise<ClientResult<proto::Response>> answered;
-    impl_->core().post([&] {
+    impl_->core().run_here([&] {
         impl_->keeper().keep_alive_now(
             [&](ClientResult<proto::Response> answer) { answered.set_value(std::move(answer)); });
     });
@@ -272,18 +270,18 @@ std::optional<SteadyTime> Client::safe_until() const {
 
 void Client::set_lock_revoked_callback(LockRevokedCallback callback) {
     if (impl_->check_thread()) {
-        impl_->set_lock_revoked_callback(std::move(callback));  // already on the network thread
+        impl_->set_lock_revoked_callback(std::move(callback));  // already inside the core
         return;
     }
-    impl_->run_on_network([&] { impl_->set_lock_revoked_callback(std::move(callback)); });
+    impl_->run_in_core([&] { impl_->set_lock_revoked_callback(std::move(callback)); });
 }
 
 void Client::set_session_callback(SessionCallback callback) {
     if (impl_->check_thread()) {
-        impl_->keeper().set_callback(std::move(callback));  // already on the network thread
+        impl_->keeper().set_callback(std::move(callback));  // already inside the core
         return;
     }
-    impl_->run_on_network([&] { impl_->keeper().set_callback(std::move(callback)); });
+    impl_->run_in_core([&] { impl_->keeper().set_callback(std::move(callback)); });
 }
 
 ClientResult<NodeStatus> Client::node_status(const Endpoint& endpoint) {

@@ -16,8 +16,10 @@
 // session ends, so the holder can stop before the cluster hands its locks to anyone else.
 //
 // Threads: every public method is thread-safe and blocking with a deadline. The client runs its
-// own network thread; callbacks run there and must not call blocking methods (they get
-// kWrongThread). Destroying the Client does not close its session (see close_session()).
+// own network thread, which reads every answer and push; a call sends its request from the
+// calling thread (docs/decisions/0022-client-calls-write-directly.md). Callbacks run on the
+// network thread and must not call blocking methods (they get kWrongThread). Destroying the
+// Client does not close its session (see close_session()).
 
 #include <chrono>
 #include <memory>

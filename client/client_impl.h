@@ -1,6 +1,6 @@
 #pragma once
 
-// Client's implementation: the blocking call() over the network thread, and the listener that
+// Client's implementation: the blocking call() through the core, and the listener that
 // routes network events to the session keeper and the watcher. Internal to the library; the
 // public methods live in client.cc (sessions, cluster), client_locks.cc and client_nodes.cc.
 
@@ -31,10 +31,10 @@ public:
 
     // Sends `request` and waits for the answer, any code, or a client-side error.
     ClientResult<proto::Response> call(proto::Request request, CallSpec spec);
-    // Network thread: the same without waiting.
+    // Inside the core (client/core.h): the same without waiting.
     void start_call(proto::Request request, CallSpec spec, Completion done);
-    // Runs `task` on the network thread and waits for it.
-    void run_on_network(const std::function<void()>& task);
+    // Runs `task` inside the core, on this thread (not the network thread's).
+    void run_in_core(const std::function<void()>& task);
     std::optional<Error> check_thread() const;
 
     const ClientOptions& options() const { return options_; }
@@ -43,14 +43,14 @@ public:
     Core& core() { return core_; }
     uint64_t connection_count() const { return connections_.load(std::memory_order_relaxed); }
 
-    // CoreListener (network thread).
+    // CoreListener (inside the core).
     void before_send(proto::Request& request) override { keeper_.before_send(request); }
     void on_connected() override;
     void on_watch_event(const proto::WatchEvent& event) override { watcher_.on_event(event); }
     void on_session_ended(const proto::SessionEnded& ended) override;
     void on_lock_revoked(const proto::LockRevoked& revoked) override;
     bool wants_connection() const override;
-    // Network thread only.
+    // Inside the core only.
     void set_lock_revoked_callback(LockRevokedCallback callback) {
         lock_revoked_ = std::move(callback);
     }
@@ -62,7 +62,7 @@ private:
     std::atomic<uint64_t> connections_{0};
     SessionKeeper keeper_;
     Watcher watcher_;
-    LockRevokedCallback lock_revoked_;  // network thread
+    LockRevokedCallback lock_revoked_;  // inside the core
     // Last: destroyed first, so the network thread is joined before the parts it calls go.
     Core core_;
 };

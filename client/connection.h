@@ -4,13 +4,17 @@
 // connect (and handshake, and log in) with a deadline, send Request frames, receive ServerMessage
 // frames (net/frame.h). Internal to the library.
 //
-// Threads: created, used and reporting on the io_context's one thread. Handlers are never called
-// after close(), and on_closed is called at most once (for a failure the owner did not ask for).
+// Threads: used under the owner's lock (ConnectionOptions::serial), which every one of its
+// handlers takes on the io_context's thread before it touches anything; the owner may call in from
+// any thread that holds it. A send writes to the socket on the calling thread when nothing is
+// queued before it (decision 0022). Handlers are never called after close(), and on_closed is
+// called at most once (for a failure the owner did not ask for).
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "client/endpoints.h"
@@ -39,6 +43,8 @@ struct ConnectionOptions {
     // the connection as a refusal (on_closed with was_connected false, the node's reason).
     std::string user;
     std::string password;
+    // Required: the owner's lock (client/core.h), taken by every handler of the connection.
+    std::mutex* serial = nullptr;
 };
 
 struct ConnectionHandlers {

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -21,6 +22,9 @@ namespace asio = boost::asio;
 
 namespace {
 
+// The core a thread is inside through run_here(), if any (core.h).
+thread_local const Core* inside_this_thread = nullptr;
+
 uint64_t pick_seed(uint64_t seed) {
     if (seed != 0) {
         return seed;
@@ -32,6 +36,15 @@ uint64_t pick_seed(uint64_t seed) {
 }  // namespace
 
 class Core::Impl {
+    // `task` as a handler that runs inside the core (holding its lock), for the network thread.
+    template <typename Task>
+    auto locked(Task task) {
+        return [this, task = std::move(task)]() mutable {
+            const std::lock_guard lock(mutex_);
+            task();
+        };
+    }
+
 public:
     Impl(const ClientOptions& options, CoreListener& listener)
         : options_(options),
@@ -53,12 +66,13 @@ public:
         if (!thread_.joinable()) {
             return;
         }
-        asio::post(io_, [this] { shutdown_on_thread(); });
+        asio::post(io_, locked([this] { shutdown_on_thread(); }));
         thread_.join();
     }
 
-    void post(std::function<void()> task) { asio::post(io_, std::move(task)); }
+    void post(std::function<void()> task) { asio::post(io_, locked(std::move(task))); }
     bool on_network_thread() const { return std::this_thread::get_id() == thread_id_; }
+    std::mutex& mutex() { return mutex_; }
 
     void submit(PendingRequest pending) {
         if (stopped_) {
@@ -90,6 +104,7 @@ public:
         slot.timer = std::make_unique<asio::steady_timer>(io_, delay);
         slot.task = std::move(task);
         slot.timer->async_wait([this, id](const boost::system::error_code& ec) {
+            const std::lock_guard lock(mutex_);
             auto it = timers_.find(id);
             if (ec || it == timers_.end()) {
                 return;
@@ -160,6 +175,9 @@ private:
     RequestTable table_;
     std::mt19937_64 rng_;
     LeaderRouting routing_;
+    // Held by whichever thread is inside the core (core.h): the network thread around each of
+    // its handlers, or a caller in run_here(). Declared before everything it guards.
+    std::mutex mutex_;
     asio::io_context io_;
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     std::thread thread_;
@@ -216,6 +234,7 @@ void Core::Impl::connect_next() {
     connection_options.tls = options_.tls;
     connection_options.user = options_.user;
     connection_options.password = options_.password;
+    connection_options.serial = &mutex_;
     conn_ = start_connection(io_, endpoint, connection_options, std::move(handlers));
 }
 
@@ -423,6 +442,7 @@ void Core::Impl::arm_deadline(SteadyTime deadline) {
     deadline_armed_ = deadline;
     deadline_timer_.expires_at(deadline);
     deadline_timer_.async_wait([this](const boost::system::error_code& ec) {
+        const std::lock_guard lock(mutex_);
         if (!ec) {
             on_deadline();
         }
@@ -519,6 +539,7 @@ void Core::Impl::submit_pinned(PendingRequest pending, const Endpoint& endpoint)
     connection_options.tls = options_.tls;
     connection_options.user = options_.user;
     connection_options.password = options_.password;
+    connection_options.serial = &mutex_;
     pinned_[id] = start_connection(io_, endpoint, connection_options, std::move(handlers));
 }
 
@@ -564,8 +585,18 @@ void Core::stop() {
 void Core::post(std::function<void()> task) {
     impl_->post(std::move(task));
 }
-bool Core::on_network_thread() const {
-    return impl_->on_network_thread();
+bool Core::in_core() const {
+    return inside_this_thread == this || impl_->on_network_thread();
+}
+
+Core::Inside::Inside(Core& core) : outer_(inside_this_thread) {
+    RL_ASSERT_MSG(!core.in_core(), "a thread inside the client's core entered it again");
+    lock_ = std::unique_lock(core.impl_->mutex());
+    inside_this_thread = &core;
+}
+
+Core::Inside::~Inside() {
+    inside_this_thread = outer_;
 }
 void Core::submit(PendingRequest pending) {
     impl_->submit(std::move(pending));

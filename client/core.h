@@ -4,15 +4,19 @@
 // endpoint, the table of requests in flight, failover and retries (client/retry_policy.h), request
 // deadlines, and timers for the session and watch logic. Internal to the library.
 //
-// Threads: everything except post(), on_network_thread() and the constructor/destructor runs on
-// the network thread only.
+// Threads: one lock serializes the core's state instead of one thread (decision 0022). The network
+// thread holds it around every handler it runs; another thread holds it through run_here(), which
+// is how a blocking call sends its request without waking the network thread. Everything marked
+// "inside the core" below runs with the lock held, on either thread.
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "client/client.h"
 #include "client/request_table.h"
@@ -47,11 +51,19 @@ public:
     // Fails everything in flight with kClosed and joins the thread; idempotent.
     void stop();
 
-    // Any thread.
+    // Any thread: runs `task` on the network thread, later.
     void post(std::function<void()> task);
-    bool on_network_thread() const;
+    // Any thread outside the core: runs `task` now, on this thread, inside the core.
+    template <typename Task>
+    void run_here(Task&& task) {
+        const Inside inside(*this);
+        std::forward<Task>(task)();
+    }
+    // True on the network thread and on a thread inside run_here(): there a blocking call would
+    // wait for the core it holds, so the client refuses it.
+    bool in_core() const;
 
-    // --- network thread ---
+    // --- inside the core ---
     // Sends (or queues until connected) and calls pending.done exactly once. A full table
     // completes with kTooManyPending at once.
     void submit(PendingRequest pending);
@@ -71,6 +83,20 @@ public:
     class Impl;
 
 private:
+    // The core's lock, held by a thread other than the network thread, and the mark that says
+    // so to in_core().
+    class Inside {
+    public:
+        explicit Inside(Core& core);
+        ~Inside();
+        Inside(const Inside&) = delete;
+        Inside& operator=(const Inside&) = delete;
+
+    private:
+        const Core* outer_;  // the core this thread was inside before, if any
+        std::unique_lock<std::mutex> lock_;
+    };
+
     ClientOptions options_;
     std::unique_ptr<Impl> impl_;
 };

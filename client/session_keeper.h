@@ -4,7 +4,8 @@
 // the timeout, its safe-until deadline (client/safe_until.h) and the callback that tells the user
 // the session is in jeopardy or gone. Internal to the library.
 //
-// Threads: the network thread, except id() and safe_until(), which read a published copy.
+// Threads: inside the client's core (client/core.h: the network thread or a caller holding its
+// lock), except id() and safe_until(), which read a published copy.
 
 #include <chrono>
 #include <mutex>
@@ -21,7 +22,7 @@ class SessionKeeper {
 public:
     explicit SessionKeeper(Core& core) : core_(core) {}
 
-    // --- network thread ---
+    // --- inside the core ---
     // Fails unless no session is open and no open is in flight; marks an open in flight.
     std::optional<Error> begin_open();
     // The open answered (ok or not); `submitted` is when it was submitted, a lower bound of the

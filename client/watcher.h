@@ -1,7 +1,7 @@
 #pragma once
 
-// Watches on the network thread: the registry (client/watch_registry.h), the dispatch of pushed
-// events, and the re-registration after a reconnect. Internal to the library.
+// Watches, inside the client's core (client/core.h): the registry (client/watch_registry.h), the
+// dispatch of pushed events, and the re-registration after a reconnect. Internal to the library.
 
 #include <optional>
 
@@ -14,7 +14,7 @@ class Watcher {
 public:
     Watcher(Core& core, size_t watches_max) : core_(core), registry_(watches_max) {}
 
-    // --- network thread ---
+    // --- inside the core ---
     std::optional<Error> check_room() const;
     // Precondition: check_room() passed.
     WatchId add(Watch watch) { return registry_.add(std::move(watch)); }
