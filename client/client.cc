@@ -133,10 +133,6 @@ void Client::Impl::start_call(proto::Request request, CallSpec spec, Completion 
     }
 }
 
-void Client::Impl::run_in_core(const std::function<void()>& task) {
-    core_.run_here(task);
-}
-
 void Client::Impl::on_connected() {
     connections_.fetch_add(1, std::memory_order_relaxed);
     keeper_.on_connected();
@@ -221,7 +217,7 @@ ClientResult<Done> Client::attach_session(SessionId id) {
         return Error{ErrorCode::kProtocolError, "the node's attach answer has no first seq"};
     }
     std::optional<Error> error;
-    impl_->run_in_core([&] { error = impl_->keeper().attach(id, first_seq); });
+    impl_->core().run_here([&] { error = impl_->keeper().attach(id, first_seq); });
     if (error) {
         return *error;
     }
@@ -273,7 +269,7 @@ void Client::set_lock_revoked_callback(LockRevokedCallback callback) {
         impl_->set_lock_revoked_callback(std::move(callback));  // already inside the core
         return;
     }
-    impl_->run_in_core([&] { impl_->set_lock_revoked_callback(std::move(callback)); });
+    impl_->core().run_here([&] { impl_->set_lock_revoked_callback(std::move(callback)); });
 }
 
 void Client::set_session_callback(SessionCallback callback) {
@@ -281,7 +277,7 @@ void Client::set_session_callback(SessionCallback callback) {
         impl_->keeper().set_callback(std::move(callback));  // already inside the core
         return;
     }
-    impl_->run_in_core([&] { impl_->keeper().set_callback(std::move(callback)); });
+    impl_->core().run_here([&] { impl_->keeper().set_callback(std::move(callback)); });
 }
 
 ClientResult<NodeStatus> Client::node_status(const Endpoint& endpoint) {

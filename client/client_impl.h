@@ -33,8 +33,6 @@ public:
     ClientResult<proto::Response> call(proto::Request request, CallSpec spec);
     // Inside the core (client/core.h): the same without waiting.
     void start_call(proto::Request request, CallSpec spec, Completion done);
-    // Runs `task` inside the core, on this thread (not the network thread's).
-    void run_in_core(const std::function<void()>& task);
     std::optional<Error> check_thread() const;
 
     const ClientOptions& options() const { return options_; }

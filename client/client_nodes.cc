@@ -182,7 +182,7 @@ ClientResult<Done> Client::remove_watch(WatchId id) {
     }
     std::optional<Watch> removed;
     bool still_needed = false;
-    impl_->run_in_core([&] { removed = impl_->watcher().remove(id, still_needed); });
+    impl_->core().run_here([&] { removed = impl_->watcher().remove(id, still_needed); });
     if (!removed) {
         return Error{ErrorCode::kInvalidArgument, fmt::format("no watch with id {}", id)};
     }

@@ -36,12 +36,12 @@ uint64_t pick_seed(uint64_t seed) {
 }  // namespace
 
 class Core::Impl {
-    // `task` as a handler that runs inside the core (holding its lock), for the network thread.
-    template <typename Task>
-    auto locked(Task task) {
-        return [this, task = std::move(task)]() mutable {
+    // `handler` as one that runs inside the core (holding its lock), for the network thread.
+    template <typename Handler>
+    auto locked(Handler handler) {
+        return [this, handler = std::move(handler)](auto&&... args) mutable {
             const std::lock_guard lock(mutex_);
-            task();
+            handler(std::forward<decltype(args)>(args)...);
         };
     }
 
@@ -70,7 +70,6 @@ public:
         thread_.join();
     }
 
-    void post(std::function<void()> task) { asio::post(io_, locked(std::move(task))); }
     bool on_network_thread() const { return std::this_thread::get_id() == thread_id_; }
     std::mutex& mutex() { return mutex_; }
 
@@ -103,8 +102,7 @@ public:
         auto& slot = timers_[id];
         slot.timer = std::make_unique<asio::steady_timer>(io_, delay);
         slot.task = std::move(task);
-        slot.timer->async_wait([this, id](const boost::system::error_code& ec) {
-            const std::lock_guard lock(mutex_);
+        slot.timer->async_wait(locked([this, id](const boost::system::error_code& ec) {
             auto it = timers_.find(id);
             if (ec || it == timers_.end()) {
                 return;
@@ -112,7 +110,7 @@ public:
             auto task = std::move(it->second.task);
             timers_.erase(it);
             task();
-        });
+        }));
         return id;
     }
 
@@ -441,12 +439,11 @@ void Core::Impl::arm_deadline(SteadyTime deadline) {
     }
     deadline_armed_ = deadline;
     deadline_timer_.expires_at(deadline);
-    deadline_timer_.async_wait([this](const boost::system::error_code& ec) {
-        const std::lock_guard lock(mutex_);
+    deadline_timer_.async_wait(locked([this](const boost::system::error_code& ec) {
         if (!ec) {
             on_deadline();
         }
-    });
+    }));
 }
 
 void Core::Impl::on_deadline() {
@@ -581,9 +578,6 @@ Core::~Core() {
 
 void Core::stop() {
     impl_->stop();
-}
-void Core::post(std::function<void()> task) {
-    impl_->post(std::move(task));
 }
 bool Core::in_core() const {
     return inside_this_thread == this || impl_->on_network_thread();

@@ -51,8 +51,6 @@ public:
     // Fails everything in flight with kClosed and joins the thread; idempotent.
     void stop();
 
-    // Any thread: runs `task` on the network thread, later.
-    void post(std::function<void()> task);
     // Any thread outside the core: runs `task` now, on this thread, inside the core.
     template <typename Task>
     void run_here(Task&& task) {

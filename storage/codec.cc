@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "base/assert.h"
 #include "base/crc32c.h"
 
 namespace raftlock::storage {
@@ -51,20 +52,29 @@ private:
     bool failed_ = false;
 };
 
-// Starts a value: room for the checksum, then the version.
+// Starts a value at the end of `out`: room for the checksum, then the version.
+void begin_value_in(std::string& out) {
+    put_u32(out, 0);
+    out.push_back(static_cast<char>(kFormatVersion));
+}
+
+// Fills in the checksum of the value that starts at `start` and runs to the end of `out`.
+void seal_value_in(std::string& out, size_t start) {
+    const uint32_t crc = crc32c(std::string_view(out).substr(start + kCrcBytes));
+    for (size_t i = 0; i < kCrcBytes; i++) {
+        out[start + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+    }
+}
+
 std::string begin_value(size_t payload_bytes) {
     std::string out;
     out.reserve(kCrcBytes + 1 + payload_bytes);
-    put_u32(out, 0);
-    out.push_back(static_cast<char>(kFormatVersion));
+    begin_value_in(out);
     return out;
 }
 
 std::string seal_value(std::string out) {
-    const uint32_t crc = crc32c(std::string_view(out).substr(kCrcBytes));
-    for (size_t i = 0; i < kCrcBytes; i++) {
-        out[i] = static_cast<char>((crc >> (8 * i)) & 0xff);
-    }
+    seal_value_in(out, 0);
     return out;
 }
 
@@ -171,16 +181,13 @@ std::string encode_entry(const raft::Entry& entry) {
 
 size_t append_entry(std::string& out, const raft::Entry& entry) {
     const size_t start = out.size();
-    put_u32(out, 0);
-    out.push_back(static_cast<char>(kFormatVersion));
+    begin_value_in(out);
     put_u64(out, entry.term);
     put_u64(out, entry.index);
     out.push_back(static_cast<char>(entry.type));
     out.append(entry.data);
-    const uint32_t crc = crc32c(std::string_view(out).substr(start + kCrcBytes));
-    for (size_t i = 0; i < kCrcBytes; i++) {
-        out[start + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
-    }
+    seal_value_in(out, start);
+    RL_ASSERT(out.size() - start == kEncodedEntryOverheadBytes + entry.data.size());
     return out.size() - start;
 }
 

@@ -12,6 +12,7 @@
 //   snapshot     u32 crc | u8 version | u64 index | u64 term | u32 n | n x u64 voter
 //                | u32 m | m x u64 learner | u32 len | file name | u64 size | u32 data crc
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -52,6 +53,8 @@ struct SnapshotRecord {
 std::string encode_log_key(raft::Index index);
 Decoded<raft::Index> decode_log_key(std::string_view key);
 
+// What an encoded entry adds to its data: checksum, version, term, index and type.
+constexpr size_t kEncodedEntryOverheadBytes = 4 + 1 + 8 + 8 + 1;
 std::string encode_entry(const raft::Entry& entry);
 // The same appended to `out` (no value of its own: a journal batch holds many); returns its size.
 size_t append_entry(std::string& out, const raft::Entry& entry);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/assert.h"
+#include "storage/codec.h"
 #include "storage/journal_records.h"
 #include "storage/journal_storage.h"
 
@@ -30,7 +31,7 @@ void JournalStorage::write_change(const Change& change, bool sync) {
     constexpr size_t kOtherRecordsAllowance = 8192;
     size_t change_bytes_max = kOtherRecordsAllowance;
     for (const raft::Entry& e : change.entries) {
-        change_bytes_max += kRecordHeaderBytes + 22 + e.data.size();
+        change_bytes_max += kRecordHeaderBytes + kEncodedEntryOverheadBytes + e.data.size();
     }
     // (Every segment this store writes starts with its first batch here, so "nothing written in
     // the current segment yet" is "no checkpoint in it yet".)
