@@ -179,8 +179,13 @@ void add_gauges(Metrics& metrics, const Replica& replica) {
     metrics.add_counter("raftlock_storage_syncs_total", "synced storage writes (fdatasync)",
                         [&replica] { return static_cast<double>(replica.storage_syncs()); });
     metrics.add_counter("raftlock_storage_turns_total",
-                        "turns of the storage thread that found writes queued (its wake-ups)",
+                        "storage turns that found writes queued (each a wake-up of the storage "
+                        "thread, unless a follower ran it on its loop)",
                         [&replica] { return static_cast<double>(replica.storage_turns()); });
+    metrics.add_counter(
+        "raftlock_storage_writes_on_loop_total",
+        "storage turns a follower ran on its loop thread (--follower-writes-on-loop)",
+        [&replica] { return static_cast<double>(replica.storage_writes_on_loop()); });
 }
 
 // Connections closed for unread replies over --client-output-buffer-bytes-max, over the client,

@@ -344,6 +344,10 @@ void add_limit_fields(std::vector<Field>& out) {
     out.push_back(integer_field({"max-writes-in-flight", "max_writes_in_flight", "N", "Storage",
                                  "Raft batches written at once (1: each waits for the last)"},
                                 &ServerConfig::max_writes_in_flight, 1, 64));
+    out.push_back(
+        two_word_field({"follower-writes-on-loop", "follower_writes_on_loop", "off|on", "Storage",
+                        "a follower syncs on its loop thread when its storage thread is idle"},
+                       &ServerConfig::follower_writes_on_loop, "off", "on"));
     out.push_back(two_word_field(
         {"storage-engine", "storage_engine", "journal|rocksdb", "Storage",
          "the engine of a new store (an existing one keeps the engine that wrote it)"},

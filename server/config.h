@@ -121,6 +121,9 @@ struct ServerConfig {
     // AppendEntries leave and its write queues while the last one syncs, and queued writes share
     // one sync (raft/ready_loop.h). 1: each batch waits for the last one's sync.
     uint32_t max_writes_in_flight = 4;  // --max-writes-in-flight
+    // A follower writes and syncs a batch on its loop thread when its storage thread has nothing
+    // queued, so its acknowledgement leaves without two thread wake-ups (Replica::write_on_loop).
+    bool follower_writes_on_loop = true;  // --follower-writes-on-loop on|off
     // The engine of a new store: the journal of preallocated segments (default) or RocksDB. An
     // existing store opens with the engine that wrote it (storage/durable_store.h).
     bool storage_rocksdb = false;  // --storage-engine journal|rocksdb

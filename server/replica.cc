@@ -214,10 +214,11 @@ void Replica::queue_commit_write() {
         std::lock_guard<std::mutex> lock(storage_jobs_mutex_);
         move_commit_to_jobs();
     }
-    worker_->submit([this] { run_storage_jobs(); }, {});
+    submit_storage_task({}, /*on_loop=*/false);
 }
 
 void Replica::queue_storage_job(StorageJob job, Callback done) {
+    const bool on_loop = write_on_loop(job);
     {
         std::lock_guard<std::mutex> lock(storage_jobs_mutex_);
         // A commit not yet written goes first: it covers only entries written before it, and a
@@ -225,9 +226,40 @@ void Replica::queue_storage_job(StorageJob job, Callback done) {
         move_commit_to_jobs();
         storage_jobs_.push_back(std::move(job));
     }
+    submit_storage_task(std::move(done), on_loop);
+}
+
+// A follower's write is on the critical path of every commit: the leader waits for its
+// acknowledgement, which leaves only after the sync. Handed to the storage thread, that costs two
+// thread wake-ups (loop -> storage thread -> loop) before the acknowledgement is sent; written on
+// the loop thread itself, none (docs/decisions/0023-follower-writes-on-the-loop.md). Only when
+// nothing is queued or being written (the order of writes and of their completions stays that of
+// one queue), and never on the leader: its loop takes every client's request and sends every
+// AppendEntries, and blocking it for a sync costs all of them (measured, docs/performance.md).
+// A snapshot installed from the leader can be large: it stays on the storage thread.
+bool Replica::write_on_loop(const StorageJob& job) const {
+    return config_.follower_writes_on_loop && storage_tasks_pending_ == 0 && !is_leader() &&
+           job.ready != nullptr && !job.ready->snapshot && !job.other;
+}
+
+void Replica::submit_storage_task(Callback done, bool on_loop) {
+    ++storage_tasks_pending_;
+    Callback counted = [this, done = std::move(done)] {
+        RL_ASSERT(storage_tasks_pending_ > 0);
+        --storage_tasks_pending_;
+        if (done) {
+            done();
+        }
+    };
+    if (on_loop) {
+        RL_ASSERT(storage_tasks_pending_ == 1);
+        storage_writes_on_loop_.fetch_add(1, std::memory_order_relaxed);
+        worker_->run_on_loop([this] { run_storage_jobs(); }, std::move(counted));
+        return;
+    }
     // One worker task per job, so every `done` is posted in order, after its job; the first task
     // to run does every job queued by then (run_storage_jobs), the later ones find theirs done.
-    worker_->submit([this] { run_storage_jobs(); }, std::move(done));
+    worker_->submit([this] { run_storage_jobs(); }, std::move(counted));
 }
 
 void Replica::move_commit_to_jobs() {

@@ -11,7 +11,9 @@
 //   -> back on the loop: send messages, apply committed entries, serve reads -> advance()
 // While writes are in flight the loop keeps stepping messages and taking requests; up to
 // --max-writes-in-flight Readies are handed to the storage thread at once, which writes what is
-// queued with one sync (group commit across Readies), so a busy node writes big batches.
+// queued with one sync (group commit across Readies), so a busy node writes big batches. A
+// follower whose storage thread is idle writes on the loop thread itself (write_on_loop), so its
+// acknowledgement leaves without two thread wake-ups.
 //
 // Request paths:
 //   writes     a Command stamped with cluster time by the leader (a follower forwards it as a
@@ -182,6 +184,10 @@ public:
     uint64_t storage_syncs() const { return storage_syncs_.load(std::memory_order_relaxed); }
     // Turns of the storage thread that found jobs queued: each one a wake-up of that thread.
     uint64_t storage_turns() const { return storage_turns_.load(std::memory_order_relaxed); }
+    // Of those, the ones a follower ran on its loop thread (write_on_loop).
+    uint64_t storage_writes_on_loop() const {
+        return storage_writes_on_loop_.load(std::memory_order_relaxed);
+    }
     uint64_t leader() const { return soft_.leader; }
     // Whether a read that asks for it (Request.local_read) is served from this node's state at
     // once: a leader is known and this node applied everything it knows is committed. A node cut
@@ -326,6 +332,10 @@ private:
     };
     void queue_write(std::shared_ptr<const raft::Ready> ready, bool sync, Callback done);
     void queue_storage_job(StorageJob job, Callback done);
+    bool write_on_loop(const StorageJob& job) const;
+    // Hands run_storage_jobs to the executor (on the loop thread itself when `on_loop`), counting
+    // the task in storage_tasks_pending_ until `done` has run.
+    void submit_storage_task(Callback done, bool on_loop);
     void queue_commit_write();
     // Under storage_jobs_mutex_: queues commit_to_write_, if any.
     void move_commit_to_jobs();
@@ -605,6 +615,9 @@ private:
     std::atomic<uint64_t> storage_writes_{0};  // written by the storage thread, read by metrics
     std::atomic<uint64_t> storage_syncs_{0};
     std::atomic<uint64_t> storage_turns_{0};
+    std::atomic<uint64_t> storage_writes_on_loop_{0};  // storage tasks run on the loop thread
+    // Storage tasks handed to the executor whose completion has not run yet (loop thread only).
+    uint64_t storage_tasks_pending_ = 0;
 
     // Declared last: destroyed first, so its writes finish before the store closes.
     std::unique_ptr<StorageExecutor> worker_;

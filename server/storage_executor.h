@@ -16,6 +16,12 @@ public:
 
     // Runs `job` after every job submitted before it, then `done` (when set) on the loop thread.
     virtual void submit(Task job, Task done) = 0;
+
+    // Runs `job`, then `done`, on the loop thread itself, which does nothing else meanwhile: a
+    // server runs both before returning; the simulator holds the node's loop for a seeded disk
+    // latency and runs them then. Only when every job submitted before has completed (its `done`
+    // has run): the caller keeps that count, the executor cannot see the loop's queue.
+    virtual void run_on_loop(Task job, Task done) = 0;
 };
 
 }  // namespace raftlock::server

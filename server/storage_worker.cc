@@ -24,6 +24,13 @@ void StorageWorker::submit(Task job, Task done) {
     wake_.notify_one();
 }
 
+void StorageWorker::run_on_loop(Task job, Task done) {
+    job();
+    if (done) {
+        done();
+    }
+}
+
 void StorageWorker::run() {
     pthread_setname_np(pthread_self(), "rl-storage");
     for (;;) {

@@ -27,6 +27,8 @@ public:
 
     // Runs `job` on the storage thread after every job submitted before it, then posts `done`.
     void submit(Task job, Task done) override;
+    // Runs both on the calling thread (the loop's) before returning.
+    void run_on_loop(Task job, Task done) override;
 
 private:
     void run();

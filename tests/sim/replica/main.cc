@@ -66,6 +66,7 @@ struct RunResult {
     uint64_t faults = 0;
     uint64_t transfers = 0;  // leadership transfers the nemesis asked for that were answered OK
     uint64_t force_releases = 0;  // its ForceReleases answered OK (a hold taken away)
+    uint64_t writes_on_loop = 0;  // followers' writes on their loop threads
     std::string fingerprint;      // what two runs of one seed must agree on
 };
 
@@ -352,6 +353,7 @@ RunResult run(uint64_t seed, bool verbose) {
     result.faults = nemesis.faults();
     result.transfers = nemesis.transfers();
     result.force_releases = nemesis.force_releases();
+    result.writes_on_loop = world.writes_on_loop();
     // A run that did nothing or injected nothing proves nothing.
     if (result.stats.grants == 0 || result.stats.fenced_writes == 0) {
         result.other_failures.push_back(
@@ -521,6 +523,7 @@ int main_impl(int argc, char** argv) {
     uint64_t cancels_granted = 0;
     uint64_t multi_grants = 0;
     uint64_t transfers = 0;
+    uint64_t writes_on_loop = 0;
     uint64_t force_releases = 0;
     uint64_t revoked = 0;
     uint64_t watch_changes = 0;
@@ -545,6 +548,7 @@ int main_impl(int argc, char** argv) {
         cancels_granted += r.stats.cancels_granted;
         multi_grants += r.stats.multi_grants;
         transfers += r.transfers;
+        writes_on_loop += r.writes_on_loop;
         force_releases += r.force_releases;
         revoked += r.stats.revoked;
         watch_changes += r.watch.changes_seen;
@@ -587,22 +591,24 @@ int main_impl(int argc, char** argv) {
         "transactions "
         "committed, {} aborted by WATCH; SQL: {} locks, {} rows acknowledged, {} reads "
         "checked; watches: {} events, {} changes read after their event; {} faults ({} "
-        "leadership transfers done, {} holds forced away, {} seen revoked); {:.1f} s ({:.1f} "
-        "seeds/s)\n",
+        "leadership transfers done, {} holds forced away, {} seen revoked); {} follower writes "
+        "on the loop; {:.1f} s ({:.1f} seeds/s)\n",
         seeds, seeds_named, failed, total.grants, multi_grants, total.fenced_writes, total.lapses,
         total.sessions_lost, cancels, cancels_granted, redis_acquired, redis_reads, redis_committed,
         redis_aborted, sql_locks, sql_rows, sql_reads, watch_events, watch_changes, faults,
-        transfers, force_releases, revoked, seconds, seeds / seconds);
+        transfers, force_releases, revoked, writes_on_loop, seconds, seeds / seconds);
     if (expect_violation) {
         fmt::print("NOT CAUGHT: no seed failed\n");
         return 1;
     }
     // Over a batch (one seed may draw none): multi-locks that were never granted tested nothing.
-    if (seeds >= 10 && (multi_grants == 0 || transfers == 0 || force_releases == 0)) {
+    // So are followers' writes on their loops (server::Replica::write_on_loop) never taken.
+    if (seeds >= 10 &&
+        (multi_grants == 0 || transfers == 0 || force_releases == 0 || writes_on_loop == 0)) {
         fmt::print(
-            "FAIL: in {} seeds, {} multi-locks granted, {} leadership transfers and {} forced "
-            "releases done\n",
-            seeds, multi_grants, transfers, force_releases);
+            "FAIL: in {} seeds, {} multi-locks granted, {} leadership transfers, {} forced "
+            "releases done and {} follower writes on the loop\n",
+            seeds, multi_grants, transfers, force_releases, writes_on_loop);
         return 1;
     }
     return failed == 0 ? 0 : 1;

@@ -119,8 +119,13 @@ struct World::Node {
     std::unique_ptr<server::PgFrontend> pg;        // the PostgreSQL port, likewise
     uint32_t incarnation = 0;
     bool paused = false;
-    std::vector<std::function<void()>> deferred;  // events that came due while paused
-    std::function<void()> deferred_tick;          // the tick that came due while paused
+    // The loop thread is inside a write it runs itself (SimExecutor::run_on_loop): events due
+    // meanwhile wait in `busy_deferred` and run, in order, right after the write completes.
+    bool loop_busy = false;
+    std::vector<std::pair<std::function<void()>, bool>> busy_deferred;  // (event, tick)
+    // Events that came due while paused; `true` marks the completion of a write on the loop.
+    std::vector<std::pair<std::function<void()>, bool>> deferred;
+    std::function<void()> deferred_tick;  // the tick that came due while paused
 };
 
 // The storage thread of a simulated node: one write at a time, in order, each taking a seeded
@@ -157,6 +162,23 @@ private:
         });
     }
 
+public:
+    // The loop blocks in the write for a seeded disk latency: the node handles nothing else
+    // until the write and its completion have run (a crash meanwhile loses the write).
+    void run_on_loop(Task job, Task done) override {
+        RL_ASSERT_MSG(!busy_ && jobs_.empty(),
+                      "a write on the loop while the storage thread works");
+        const uint64_t at = world_.now_us() + world_.latency(world_.params_.disk_latency_min_us,
+                                                             world_.params_.disk_latency_max_us);
+        world_.write_on_loop(node_, at, [job = std::move(job), done = std::move(done)] {
+            job();
+            if (done) {
+                done();
+            }
+        });
+    }
+
+private:
     World& world_;
     NodeId node_;
     std::deque<std::pair<Task, Task>> jobs_;
@@ -344,7 +366,8 @@ void World::node_at(NodeId id, uint64_t time_us, std::function<void()> event, bo
                          tick]() mutable { run_on_node(n, incarnation, std::move(event), tick); });
 }
 
-void World::run_on_node(Node& n, uint32_t incarnation, std::function<void()> event, bool tick) {
+void World::run_on_node(
+    Node& n, uint32_t incarnation, std::function<void()> event, bool tick, bool loop_write) {
     if (n.replica == nullptr || n.incarnation != incarnation) {
         return;  // that incarnation is gone
     }
@@ -354,16 +377,54 @@ void World::run_on_node(Node& n, uint32_t incarnation, std::function<void()> eve
             RL_ASSERT(!n.deferred_tick);
             n.deferred_tick = std::move(event);
         } else {
-            n.deferred.push_back(std::move(event));
+            n.deferred.emplace_back(std::move(event), loop_write);
         }
+        return;
+    }
+    if (loop_write) {
+        finish_write_on_loop(n, incarnation, event);
+        return;
+    }
+    if (n.loop_busy) {
+        n.busy_deferred.emplace_back(std::move(event), tick);
         return;
     }
     event();
 }
 
+void World::write_on_loop(NodeId id, uint64_t time_us, std::function<void()> write) {
+    Node& n = *nodes_.at(id);
+    RL_ASSERT_MSG(!n.loop_busy, "a second write on a loop already inside one");
+    n.loop_busy = true;
+    ++writes_on_loop_;
+    agenda_.at(
+        time_us, [this, &n, incarnation = n.incarnation, write = std::move(write)]() mutable {
+            run_on_node(n, incarnation, std::move(write), /*tick=*/false, /*loop_write=*/true);
+        });
+}
+
+// The write and its completion, then what came due meanwhile, in the order it came (every event
+// still in the agenda is later), until one of them starts another write on the loop.
+void World::finish_write_on_loop(Node& n, uint32_t incarnation, std::function<void()>& write) {
+    RL_ASSERT(n.loop_busy);
+    n.loop_busy = false;
+    write();
+    size_t next = 0;
+    while (next < n.busy_deferred.size() && !n.loop_busy && n.replica != nullptr &&
+           n.incarnation == incarnation) {
+        std::function<void()> event = std::move(n.busy_deferred[next].first);
+        ++next;
+        event();
+    }
+    n.busy_deferred.erase(n.busy_deferred.begin(),
+                          n.busy_deferred.begin() + static_cast<std::ptrdiff_t>(next));
+}
+
 void World::start(Node& n) {
     RL_ASSERT(n.replica == nullptr);
     ++n.incarnation;
+    n.loop_busy = false;
+    n.busy_deferred.clear();
     const std::optional<storage::StorageError> error = n.disk.open();
     RL_ASSERT_MSG(!error, "the simulated disk is never corrupted here");
     n.metrics = std::make_unique<server::Metrics>();
@@ -442,6 +503,8 @@ void World::crash(NodeId id) {
     n.deferred.clear();
     n.deferred_tick = nullptr;
     n.paused = false;
+    n.loop_busy = false;  // inside a write on the loop: the write is lost with the process
+    n.busy_deferred.clear();
     (void)n.disk.crash(n.disk_rng);
     drop_conns_of(id);
     note_faults();
@@ -478,16 +541,17 @@ void World::resume(NodeId id) {
     }
     n.paused = false;
     note_faults();
-    std::vector<std::function<void()>> due = std::move(n.deferred);
+    std::vector<std::pair<std::function<void()>, bool>> due = std::move(n.deferred);
     n.deferred.clear();
     if (n.deferred_tick) {
-        due.push_back(std::move(n.deferred_tick));
+        due.emplace_back(std::move(n.deferred_tick), false);
         n.deferred_tick = nullptr;
     }
     const uint32_t incarnation = n.incarnation;
-    for (std::function<void()>& event : due) {
-        agenda_.at(now_us(), [this, &n, incarnation, event = std::move(event)]() mutable {
-            run_on_node(n, incarnation, std::move(event), /*tick=*/false);
+    for (auto& [event, loop_write] : due) {
+        agenda_.at(now_us(), [this, &n, incarnation, event = std::move(event),
+                              loop_write = loop_write]() mutable {
+            run_on_node(n, incarnation, std::move(event), /*tick=*/false, loop_write);
         });
     }
 }

@@ -150,6 +150,8 @@ public:
     // Since when no fault has been active (no node down or paused, no partition, no loss);
     // nullopt while one is.
     std::optional<uint64_t> calm_since_us() const;
+    // Writes a follower ran on its loop thread (server::StorageExecutor::run_on_loop).
+    uint64_t writes_on_loop() const { return writes_on_loop_; }
 
     std::string describe() const;  // one line per node, for traces and failures
 
@@ -166,7 +168,16 @@ private:
     // Runs `event` on node `id` at `time_us` if the same incarnation still runs; a paused node
     // keeps it until it resumes. `tick`: the event is the node's tick (see resume()).
     void node_at(NodeId id, uint64_t time_us, std::function<void()> event, bool tick = false);
-    void run_on_node(Node& n, uint32_t incarnation, std::function<void()> event, bool tick);
+    // `loop_write`: the completion of a write the node's loop runs itself (write_on_loop).
+    void run_on_node(Node& n,
+                     uint32_t incarnation,
+                     std::function<void()> event,
+                     bool tick,
+                     bool loop_write = false);
+    // The node's loop is inside a write until `time_us` (server::StorageExecutor::run_on_loop):
+    // its other events wait, in order, and run right after `write`.
+    void write_on_loop(NodeId id, uint64_t time_us, std::function<void()> write);
+    void finish_write_on_loop(Node& n, uint32_t incarnation, std::function<void()>& write);
     void start(Node& n);
     void tick(NodeId id, uint32_t incarnation);
     uint64_t latency(uint64_t min_us, uint64_t max_us);
@@ -206,6 +217,7 @@ private:
     std::map<ConnId, Conn> conns_;
     ConnId next_conn_ = 1;
     std::optional<uint64_t> calm_since_us_ = 0;
+    uint64_t writes_on_loop_ = 0;
     std::unique_ptr<server::RespOutput> resp_output_;
     std::unique_ptr<server::PgOutput> pg_output_;
 };
