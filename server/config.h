@@ -123,7 +123,9 @@ struct ServerConfig {
     uint32_t max_writes_in_flight = 4;  // --max-writes-in-flight
     // A follower writes and syncs a batch on its loop thread when its storage thread has nothing
     // queued, so its acknowledgement leaves without two thread wake-ups (Replica::write_on_loop).
-    bool follower_writes_on_loop = true;  // --follower-writes-on-loop on|off
+    // Off by default: the follower's loop then serves nothing else while its disk syncs
+    // (docs/decisions/0023-follower-writes-on-the-loop.md).
+    bool follower_writes_on_loop = false;  // --follower-writes-on-loop off|on
     // The engine of a new store: the journal of preallocated segments (default) or RocksDB. An
     // existing store opens with the engine that wrote it (storage/durable_store.h).
     bool storage_rocksdb = false;  // --storage-engine journal|rocksdb

@@ -11,9 +11,9 @@
 //   -> back on the loop: send messages, apply committed entries, serve reads -> advance()
 // While writes are in flight the loop keeps stepping messages and taking requests; up to
 // --max-writes-in-flight Readies are handed to the storage thread at once, which writes what is
-// queued with one sync (group commit across Readies), so a busy node writes big batches. A
-// follower whose storage thread is idle writes on the loop thread itself (write_on_loop), so its
-// acknowledgement leaves without two thread wake-ups.
+// queued with one sync (group commit across Readies), so a busy node writes big batches. With
+// --follower-writes-on-loop, a follower whose storage thread is idle writes on the loop thread
+// itself (write_on_loop), so its acknowledgement leaves without two thread wake-ups.
 //
 // Request paths:
 //   writes     a Command stamped with cluster time by the leader (a follower forwards it as a

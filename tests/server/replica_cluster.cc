@@ -49,6 +49,9 @@ ReplicaCluster::ReplicaCluster(size_t size) {
     config_template.heartbeat_interval_ms = 20;
     config_template.request_timeout_ms = 5000;
     config_template.session_timeout_ms_min = 100;
+    // Off by default in raftlockd; on here, so these tests (and their TSan build) run a follower's
+    // writes on its loop thread (Replica::write_on_loop).
+    config_template.follower_writes_on_loop = true;
     for (uint64_t id = 1; id <= size; ++id) {
         config_template.members.push_back(
             Member{id, Endpoint{"127.0.0.1", static_cast<uint16_t>(7000 + id)}});
