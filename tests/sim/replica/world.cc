@@ -122,7 +122,7 @@ struct World::Node {
     // The loop thread is inside a write it runs itself (SimExecutor::run_on_loop): events due
     // meanwhile wait in `busy_deferred` and run, in order, right after the write completes.
     bool loop_busy = false;
-    std::vector<std::pair<std::function<void()>, bool>> busy_deferred;  // (event, tick)
+    std::vector<std::function<void()>> busy_deferred;
     // Events that came due while paused; `true` marks the completion of a write on the loop.
     std::vector<std::pair<std::function<void()>, bool>> deferred;
     std::function<void()> deferred_tick;  // the tick that came due while paused
@@ -386,7 +386,7 @@ void World::run_on_node(
         return;
     }
     if (n.loop_busy) {
-        n.busy_deferred.emplace_back(std::move(event), tick);
+        n.busy_deferred.push_back(std::move(event));  // a tick too: it re-arms when it runs
         return;
     }
     event();
@@ -412,7 +412,7 @@ void World::finish_write_on_loop(Node& n, uint32_t incarnation, std::function<vo
     size_t next = 0;
     while (next < n.busy_deferred.size() && !n.loop_busy && n.replica != nullptr &&
            n.incarnation == incarnation) {
-        std::function<void()> event = std::move(n.busy_deferred[next].first);
+        std::function<void()> event = std::move(n.busy_deferred[next]);
         ++next;
         event();
     }
