@@ -243,6 +243,12 @@ bool Replica::write_on_loop(const StorageJob& job) const {
 }
 
 void Replica::submit_storage_task(Callback done, bool on_loop) {
+    if (!config_.follower_writes_on_loop) {
+        // Nothing asks for the count: no wrapper to allocate, and no completion to post (a wake-up
+        // of the loop) for a task that has none, such as each tick's commit-only write.
+        worker_->submit([this] { run_storage_jobs(); }, std::move(done));
+        return;
+    }
     ++storage_tasks_pending_;
     Callback counted = [this, done = std::move(done)] {
         RL_ASSERT(storage_tasks_pending_ > 0);

@@ -616,7 +616,8 @@ private:
     std::atomic<uint64_t> storage_syncs_{0};
     std::atomic<uint64_t> storage_turns_{0};
     std::atomic<uint64_t> storage_writes_on_loop_{0};  // storage tasks run on the loop thread
-    // Storage tasks handed to the executor whose completion has not run yet (loop thread only).
+    // Storage tasks handed to the executor whose completion has not run yet (loop thread only;
+    // counted with --follower-writes-on-loop, the only thing that reads it).
     uint64_t storage_tasks_pending_ = 0;
 
     // Declared last: destroyed first, so its writes finish before the store closes.
